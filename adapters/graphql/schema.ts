@@ -1,0 +1,99 @@
+import SchemaBuilder from '@pothos/core';
+import { GraphQLError } from 'graphql';
+import type { AnyRouter } from '@trpc/server';
+import type { Context } from '../../routers/context.ts';
+import type { AppRouter } from '../../routers/app-router.ts';
+import { toClientError } from '../rest/errors.ts';
+
+type Caller = ReturnType<AppRouter['createCaller']>;
+type Owner = Awaited<ReturnType<Caller['auth']['me']>>['owner'];
+type ChatInterface = Awaited<ReturnType<Caller['chatInterfaces']['list']>>['chatInterfaces'][number];
+type ApiKey = Awaited<ReturnType<Caller['apiKeys']['list']>>['apiKeys'][number];
+
+/**
+ * GraphQL for dashboards and reporting tools. Every resolver calls the same tRPC procedure the REST
+ * surface calls (through a caller bound to the request context): auth, rate limits and validation
+ * happen once, in the procedure.
+ */
+export function buildGraphqlSchema(router: AnyRouter) {
+  const createCaller = (router as unknown as AppRouter).createCaller;
+  const builder = new SchemaBuilder<{ Context: Context; Scalars: { DateTime: { Input: string; Output: string } } }>({});
+
+  async function call<T>(ctx: Context, run: (caller: Caller) => Promise<T>): Promise<T> {
+    try {
+      return await run(createCaller(ctx));
+    } catch (error) {
+      const { appError, unexpected } = toClientError(error);
+      if (unexpected) ctx.deps.errorReporter.capture(error instanceof Error && error.cause ? error.cause : error, { requestId: ctx.requestId, path: '/graphql' });
+      throw new GraphQLError(appError.message, { extensions: { code: appError.code, details: appError.details } });
+    }
+  }
+
+  builder.scalarType('DateTime', {
+    description: 'ISO 8601 timestamp',
+    serialize: (value) => String(value),
+    parseValue: (value) => String(value),
+  });
+
+  const OwnerRef = builder.objectRef<Owner>('Owner').implement({
+    fields: (t) => ({
+      id: t.exposeID('id'),
+      email: t.exposeString('email'),
+      name: t.exposeString('name', { nullable: true }),
+      plan: t.exposeString('plan'),
+      role: t.exposeString('role'),
+      tourCompletedAt: t.field({ type: 'DateTime', nullable: true, resolve: (o) => o.tourCompletedAt }),
+      createdAt: t.field({ type: 'DateTime', resolve: (o) => o.createdAt }),
+    }),
+  });
+
+  const ChatInterfaceRef = builder.objectRef<ChatInterface>('ChatInterface').implement({
+    fields: (t) => ({
+      id: t.exposeID('id'),
+      name: t.exposeString('name'),
+      slug: t.exposeString('slug'),
+      configId: t.exposeString('configId', { nullable: true }),
+      endpointUrl: t.exposeString('endpointUrl', { nullable: true }),
+      endpointType: t.exposeString('endpointType', { nullable: true }),
+      hasApiKey: t.exposeBoolean('hasApiKey'),
+      welcomeMessage: t.exposeString('welcomeMessage', { nullable: true }),
+      placeholder: t.exposeString('placeholder', { nullable: true }),
+      primaryColor: t.exposeString('primaryColor', { nullable: true }),
+      avatarUrl: t.exposeString('avatarUrl', { nullable: true }),
+      createdAt: t.field({ type: 'DateTime', resolve: (c) => c.createdAt }),
+      updatedAt: t.field({ type: 'DateTime', resolve: (c) => c.updatedAt }),
+      apiKeys: t.field({
+        type: [ApiKeyRef],
+        description: 'The API keys bound to this interface',
+        resolve: async (c, _args, ctx) => (await call(ctx, (caller) => caller.apiKeys.list())).apiKeys.filter((k) => k.chatInterfaceId === c.id),
+      }),
+    }),
+  });
+
+  const ApiKeyRef = builder.objectRef<ApiKey>('ApiKey').implement({
+    fields: (t) => ({
+      id: t.exposeID('id'),
+      name: t.exposeString('name'),
+      chatInterfaceId: t.exposeID('chatInterfaceId'),
+      prefix: t.exposeString('prefix'),
+      active: t.exposeBoolean('active'),
+      lastUsedAt: t.field({ type: 'DateTime', nullable: true, resolve: (k) => k.lastUsedAt }),
+      createdAt: t.field({ type: 'DateTime', resolve: (k) => k.createdAt }),
+    }),
+  });
+
+  builder.queryType({
+    fields: (t) => ({
+      me: t.field({ type: OwnerRef, resolve: async (_root, _args, ctx) => (await call(ctx, (c) => c.auth.me())).owner }),
+      chatInterfaces: t.field({ type: [ChatInterfaceRef], resolve: async (_root, _args, ctx) => (await call(ctx, (c) => c.chatInterfaces.list())).chatInterfaces }),
+      chatInterface: t.field({
+        type: ChatInterfaceRef,
+        args: { id: t.arg.id({ required: true }) },
+        resolve: async (_root, args, ctx) => (await call(ctx, (c) => c.chatInterfaces.get({ id: String(args.id) }))).chatInterface,
+      }),
+      apiKeys: t.field({ type: [ApiKeyRef], resolve: async (_root, _args, ctx) => (await call(ctx, (c) => c.apiKeys.list())).apiKeys }),
+    }),
+  });
+
+  return builder.toSchema();
+}

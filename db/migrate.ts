@@ -1,0 +1,18 @@
+import { Migrator, type Kysely, type Migration } from 'kysely';
+import * as identity from './migrations/0001_identity.ts';
+
+/** Migrations are listed in code (not read from a folder) so they run the same under tsx, tests and bundlers. */
+const migrations: Record<string, Migration> = {
+  '0001_identity': identity,
+};
+
+/** Runs pending migrations. Kysely's migrator holds a Postgres advisory lock, so concurrent instances are safe. */
+export async function migrateToLatest(db: Kysely<any>) {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error');
+    throw new Error(`migration ${failed?.migrationName ?? '(unknown)'} failed: ${String((error as Error).message ?? error)}`);
+  }
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

@@ -1,0 +1,61 @@
+import type { Kysely } from 'kysely';
+import type { ApiKeyRow, DB } from '../../db/types.ts';
+import { toIso } from '../../schema/common.ts';
+
+// lastUsedAt is written at most once a minute per key so a busy key does not turn every read into a write.
+const LAST_USED_GRANULARITY_MS = 60_000;
+
+export function toApiKey(row: ApiKeyRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    chatInterfaceId: row.chat_interface_id,
+    prefix: row.key_prefix,
+    active: row.active,
+    lastUsedAt: toIso(row.last_used_at),
+    createdAt: toIso(row.created_at)!,
+    updatedAt: toIso(row.updated_at)!,
+  };
+}
+
+export function findActiveKeyByHash(db: Kysely<DB>, keyHash: string) {
+  return db
+    .selectFrom('api_keys')
+    .select(['id', 'owner_id', 'chat_interface_id', 'last_used_at'])
+    .where('key_hash', '=', keyHash)
+    .where('active', '=', true)
+    .executeTakeFirst();
+}
+
+export async function touchKeyLastUsed(db: Kysely<DB>, id: string, lastUsedAt: Date | null) {
+  const now = Date.now();
+  if (lastUsedAt && now - new Date(lastUsedAt).getTime() < LAST_USED_GRANULARITY_MS) return;
+  await db.updateTable('api_keys').set({ last_used_at: new Date(now) }).where('id', '=', id).execute();
+}
+
+export function listKeys(db: Kysely<DB>, ownerId: string) {
+  return db.selectFrom('api_keys').selectAll().where('owner_id', '=', ownerId).orderBy('created_at', 'desc').orderBy('id').execute();
+}
+
+export function findKey(db: Kysely<DB>, ownerId: string, id: string) {
+  return db.selectFrom('api_keys').selectAll().where('owner_id', '=', ownerId).where('id', '=', id).executeTakeFirst();
+}
+
+export function insertKey(db: Kysely<DB>, row: { id: string; owner_id: string; chat_interface_id: string; name: string; key_hash: string; key_prefix: string }) {
+  return db.insertInto('api_keys').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export function updateKey(db: Kysely<DB>, ownerId: string, id: string, changes: { name?: string; active?: boolean }) {
+  return db
+    .updateTable('api_keys')
+    .set({ ...changes, updated_at: new Date() })
+    .where('owner_id', '=', ownerId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export async function deleteKey(db: Kysely<DB>, ownerId: string, id: string) {
+  const result = await db.deleteFrom('api_keys').where('owner_id', '=', ownerId).where('id', '=', id).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}

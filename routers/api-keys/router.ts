@@ -1,0 +1,75 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { AppError } from '../../schema/errors.ts';
+import { apiKeySchema, createApiKeyInput, createdApiKeySchema, updateApiKeyInput } from '../../schema/api-keys.ts';
+import { deletedSchema, idParam, isUuid } from '../../schema/common.ts';
+import { ownerProcedure, router } from '../trpc.ts';
+import { sha256Hex } from '../auth/caller.ts';
+import { findOwnedInterface } from '../chat-interfaces/repository.ts';
+import { displayPrefix, generateApiKey } from './key-format.ts';
+import * as keys from './repository.ts';
+
+const tags = ['API keys'];
+const notFound = () => new AppError('NOT_FOUND', 'API key not found');
+
+export const apiKeysRouter = router({
+  list: ownerProcedure
+    .meta({ openapi: { method: 'GET', path: '/api/v1/api-keys', tags, summary: "List the caller's API keys", protect: true } })
+    .input(z.object({}).optional())
+    .output(z.object({ apiKeys: z.array(apiKeySchema), count: z.number().int() }))
+    .query(async ({ ctx }) => {
+      const rows = await keys.listKeys(ctx.deps.database.db, ctx.owner.id);
+      return { apiKeys: rows.map(keys.toApiKey), count: rows.length };
+    }),
+
+  create: ownerProcedure
+    .meta({ openapi: { method: 'POST', path: '/api/v1/api-keys', tags, summary: 'Create an API key for one chat interface (the key is shown once)', protect: true }, successStatus: 201 })
+    .input(createApiKeyInput)
+    .output(createdApiKeySchema)
+    .mutation(async ({ ctx, input }) => {
+      const db = ctx.deps.database.db;
+      if (!isUuid(input.chatInterfaceId) || !(await findOwnedInterface(db, ctx.owner.id, input.chatInterfaceId))) {
+        throw new AppError('NOT_FOUND', 'Chat interface not found', 'chatInterfaceId does not name one of your chat interfaces');
+      }
+      const key = generateApiKey();
+      const row = await keys.insertKey(db, {
+        id: randomUUID(),
+        owner_id: ctx.owner.id,
+        chat_interface_id: input.chatInterfaceId,
+        name: input.name,
+        key_hash: sha256Hex(key),
+        key_prefix: displayPrefix(key),
+      });
+      return { apiKey: keys.toApiKey(row), key };
+    }),
+
+  get: ownerProcedure
+    .meta({ openapi: { method: 'GET', path: '/api/v1/api-keys/{id}', tags, summary: 'One API key', protect: true } })
+    .input(z.object({ id: idParam }))
+    .output(z.object({ apiKey: apiKeySchema }))
+    .query(async ({ ctx, input }) => {
+      const row = isUuid(input.id) ? await keys.findKey(ctx.deps.database.db, ctx.owner.id, input.id) : undefined;
+      if (!row) throw notFound();
+      return { apiKey: keys.toApiKey(row) };
+    }),
+
+  update: ownerProcedure
+    .meta({ openapi: { method: 'PATCH', path: '/api/v1/api-keys/{id}', tags, summary: 'Rename or (de)activate an API key', protect: true } })
+    .input(updateApiKeyInput)
+    .output(z.object({ apiKey: apiKeySchema }))
+    .mutation(async ({ ctx, input }) => {
+      const { id, ...changes } = input;
+      const row = isUuid(id) ? await keys.updateKey(ctx.deps.database.db, ctx.owner.id, id, changes) : undefined;
+      if (!row) throw notFound();
+      return { apiKey: keys.toApiKey(row) };
+    }),
+
+  delete: ownerProcedure
+    .meta({ openapi: { method: 'DELETE', path: '/api/v1/api-keys/{id}', tags, summary: 'Delete an API key permanently', protect: true } })
+    .input(z.object({ id: idParam }))
+    .output(deletedSchema)
+    .mutation(async ({ ctx, input }) => {
+      if (!isUuid(input.id) || !(await keys.deleteKey(ctx.deps.database.db, ctx.owner.id, input.id))) throw notFound();
+      return { deleted: true as const, id: input.id };
+    }),
+});

@@ -1,0 +1,28 @@
+import { router } from './trpc.ts';
+import { adminRouter } from './admin/router.ts';
+import { apiKeysRouter } from './api-keys/router.ts';
+import { authRouter } from './auth/router.ts';
+import { cacheRouter } from './cache/router.ts';
+import { chatInterfacesRouter } from './chat-interfaces/router.ts';
+import { debugRouter } from './debug/router.ts';
+import { errorTrackingRouter } from './error-tracking/router.ts';
+import { healthRouter } from './health/router.ts';
+import { translationsRouter } from './translations/router.ts';
+import { userRouter } from './user/router.ts';
+
+/** Every area is one router folder; adding an area is one line here. */
+export const appRouter = router({
+  auth: authRouter,
+  admin: adminRouter,
+  apiKeys: apiKeysRouter,
+  chatInterfaces: chatInterfacesRouter,
+  cache: cacheRouter,
+  debug: debugRouter,
+  errorTracking: errorTrackingRouter,
+  health: healthRouter,
+  translations: translationsRouter,
+  user: userRouter,
+});
+
+/** The type first-party apps import for their typed tRPC client. */
+export type AppRouter = typeof appRouter;

@@ -1,0 +1,57 @@
+import { createHash } from 'node:crypto';
+import { AppError } from '../../schema/errors.ts';
+import type { AppDeps } from '../context.ts';
+import { parseApiKey } from '../api-keys/key-format.ts';
+import { findActiveKeyByHash, touchKeyLastUsed } from '../api-keys/repository.ts';
+import { looksLikeJwt, resolveOidcCaller } from './oidc.ts';
+
+export interface OwnerPrincipal {
+  id: string;
+  email: string;
+  name: string | null;
+  plan: 'free' | 'premium' | 'enterprise';
+  role: 'owner' | 'admin';
+}
+
+export type Caller =
+  | { kind: 'owner'; owner: OwnerPrincipal; sessionId: string }
+  | { kind: 'apiKey'; keyId: string; ownerId: string; chatInterfaceId: string }
+  | { kind: 'anonymous'; reason: 'missing' | 'invalid' };
+
+export const sha256Hex = (value: string) => createHash('sha256').update(value).digest('hex');
+
+/**
+ * Turns an Authorization header into a caller. Never throws for bad credentials: it returns an
+ * anonymous caller and the procedure's auth rule answers 401, so rate limiting can still key on IP.
+ */
+export async function resolveCaller(deps: AppDeps, authorization: string | undefined): Promise<Caller> {
+  if (!authorization) return { kind: 'anonymous', reason: 'missing' };
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+  if (!match?.[1]) return { kind: 'anonymous', reason: 'invalid' };
+  const token = match[1];
+
+  if (token.startsWith('svc_')) {
+    // A bad checksum is refused here, without a database lookup.
+    if (!parseApiKey(token)) return { kind: 'anonymous', reason: 'invalid' };
+    const key = await findActiveKeyByHash(deps.database.db, sha256Hex(token));
+    if (!key) return { kind: 'anonymous', reason: 'invalid' };
+    await touchKeyLastUsed(deps.database.db, key.id, key.last_used_at);
+    return { kind: 'apiKey', keyId: key.id, ownerId: key.owner_id, chatInterfaceId: key.chat_interface_id };
+  }
+
+  // Optional OIDC: ID tokens are JWTs (dotted); session tokens are 43 base64url characters without dots.
+  if (deps.config.OIDC_ISSUER && looksLikeJwt(token)) return resolveOidcCaller(deps, token);
+
+  if (token.length < 20 || token.length > 256) return { kind: 'anonymous', reason: 'invalid' };
+  const { session, user } = await deps.sessions.validateSession(sha256Hex(token));
+  if (!session || !user) return { kind: 'anonymous', reason: 'invalid' };
+  return { kind: 'owner', owner: user as unknown as OwnerPrincipal, sessionId: session.id };
+}
+
+export function unauthorized(caller: Caller): AppError {
+  return new AppError(
+    'UNAUTHORIZED',
+    caller.kind === 'anonymous' && caller.reason === 'missing' ? 'Authentication required' : 'Invalid or expired credentials',
+    'Send Authorization: Bearer <session token or API key>',
+  );
+}

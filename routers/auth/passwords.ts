@@ -1,0 +1,33 @@
+import { randomBytes, scrypt as scryptCallback, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+
+const scrypt = (password: string, salt: Buffer, keyLength: number, options: ScryptOptions) =>
+  new Promise<Buffer>((resolve, reject) =>
+    scryptCallback(password, salt, keyLength, options, (err, key) => (err ? reject(err) : resolve(key))),
+  );
+
+// scrypt is memory-hard and built into Node (no native addon to build). N=2^15, r=8 costs 32 MiB per hash.
+const PARAMS = { N: 2 ** 15, r: 8, p: 1 } as const;
+const KEY_LENGTH = 32;
+const MAX_MEM = 64 * 1024 * 1024;
+
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  const key = await scrypt(password.normalize('NFKC'), salt, KEY_LENGTH, { ...PARAMS, maxmem: MAX_MEM });
+  return ['scrypt', PARAMS.N, PARAMS.r, PARAMS.p, salt.toString('base64url'), key.toString('base64url')].join('$');
+}
+
+export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+  const [scheme, n, r, p, salt, expected] = stored.split('$');
+  if (scheme !== 'scrypt' || !n || !r || !p || !salt || !expected) return false;
+  const expectedKey = Buffer.from(expected, 'base64url');
+  const key = await scrypt(password.normalize('NFKC'), Buffer.from(salt, 'base64url'), expectedKey.length, {
+    N: Number(n),
+    r: Number(r),
+    p: Number(p),
+    maxmem: MAX_MEM,
+  });
+  return timingSafeEqual(key, expectedKey);
+}
+
+/** A hash of a random password: verifying against it costs the same as a real one (no user-enumeration timing). */
+export const DUMMY_HASH_PROMISE = hashPassword(randomBytes(16).toString('hex'));

@@ -1,0 +1,172 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { AppError } from '../../schema/errors.ts';
+import { deletedSchema, idParam, isUuid, toIso } from '../../schema/common.ts';
+import { chatInterfaceSchema, createChatInterfaceInput, updateChatInterfaceInput } from '../../schema/chat-interfaces.ts';
+import { rawResponseSchema, uploadedFileSchema } from '../../schema/uploads.ts';
+import type { AppDeps } from '../context.ts';
+import { ownerProcedure, publicProcedure, router } from '../trpc.ts';
+import { AVATAR_MAX_UPLOAD_BYTES, processAvatar } from './avatar.ts';
+import * as repo from './repository.ts';
+
+const tags = ['Chat interfaces'];
+const notFound = () => new AppError('NOT_FOUND', 'Chat interface not found');
+
+export function toChatInterface(row: repo.ChatInterfaceRecord) {
+  return {
+    id: row.id,
+    name: row.name,
+    slug: row.slug,
+    configId: row.config_id,
+    endpointUrl: row.endpoint_url,
+    endpointType: row.endpoint_type as z.infer<typeof chatInterfaceSchema>['endpointType'],
+    hasApiKey: row.endpoint_api_key_enc !== null,
+    welcomeMessage: row.welcome_message,
+    placeholder: row.placeholder,
+    primaryColor: row.primary_color,
+    avatarUrl: row.avatar_version > 0 ? `/api/v1/chat-interfaces/${row.id}/avatar?v=${row.avatar_version}` : null,
+    createdAt: toIso(row.created_at)!,
+    updatedAt: toIso(row.updated_at)!,
+  };
+}
+
+function slugFrom(name: string) {
+  const base = name
+    .normalize('NFKD')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 48);
+  return `${base || 'chat'}-${randomBytes(4).toString('hex')}`;
+}
+
+/** Saving an endpoint that points into a private network is refused at once, not at first use. */
+async function checkEndpoint(deps: AppDeps, url: string | null | undefined) {
+  if (!url) return;
+  try {
+    await deps.http.assertAllowed(url);
+  } catch (error) {
+    throw new AppError('VALIDATION_FAILED', 'endpointUrl is not allowed', `endpointUrl: ${(error as Error).message}`);
+  }
+}
+
+const conflict = () => new AppError('CONFLICT', 'Slug already in use', 'slug: choose another slug');
+
+export const chatInterfacesRouter = router({
+  list: ownerProcedure
+    .meta({ openapi: { method: 'GET', path: '/api/v1/chat-interfaces', tags, summary: "List the caller's chat interfaces", protect: true } })
+    .input(z.object({}).optional())
+    .output(z.object({ chatInterfaces: z.array(chatInterfaceSchema), count: z.number().int() }))
+    .query(async ({ ctx }) => {
+      const rows = await repo.listOwnedInterfaces(ctx.deps.database.db, ctx.owner.id);
+      return { chatInterfaces: rows.map(toChatInterface), count: rows.length };
+    }),
+
+  create: ownerProcedure
+    .meta({ openapi: { method: 'POST', path: '/api/v1/chat-interfaces', tags, summary: 'Create a chat interface', protect: true }, successStatus: 201 })
+    .input(createChatInterfaceInput)
+    .output(z.object({ chatInterface: chatInterfaceSchema }))
+    .mutation(async ({ ctx, input }) => {
+      await checkEndpoint(ctx.deps, input.endpointUrl);
+      try {
+        const row = await repo.insertInterface(ctx.deps.database.db, {
+          id: randomUUID(),
+          owner_id: ctx.owner.id,
+          name: input.name,
+          slug: input.slug ?? slugFrom(input.name),
+          config_id: input.configId ?? null,
+          endpoint_url: input.endpointUrl ?? null,
+          endpoint_type: input.endpointType ?? null,
+          endpoint_api_key_enc: input.apiKey ? ctx.deps.secrets.seal(input.apiKey) : null,
+          welcome_message: input.welcomeMessage ?? null,
+          placeholder: input.placeholder ?? null,
+          primary_color: input.primaryColor ?? null,
+        });
+        return { chatInterface: toChatInterface(row) };
+      } catch (error) {
+        if (repo.isUniqueViolation(error)) throw conflict();
+        throw error;
+      }
+    }),
+
+  get: ownerProcedure
+    .meta({ openapi: { method: 'GET', path: '/api/v1/chat-interfaces/{id}', tags, summary: 'One chat interface', protect: true } })
+    .input(z.object({ id: idParam }))
+    .output(z.object({ chatInterface: chatInterfaceSchema }))
+    .query(async ({ ctx, input }) => {
+      const row = isUuid(input.id) ? await repo.findOwnedInterface(ctx.deps.database.db, ctx.owner.id, input.id) : undefined;
+      if (!row) throw notFound();
+      return { chatInterface: toChatInterface(row) };
+    }),
+
+  update: ownerProcedure
+    .meta({ openapi: { method: 'PATCH', path: '/api/v1/chat-interfaces/{id}', tags, summary: 'Update a chat interface (only the fields given)', protect: true } })
+    .input(updateChatInterfaceInput)
+    .output(z.object({ chatInterface: chatInterfaceSchema }))
+    .mutation(async ({ ctx, input }) => {
+      if (!isUuid(input.id)) throw notFound();
+      await checkEndpoint(ctx.deps, input.endpointUrl);
+      const changes = {
+        name: input.name,
+        slug: input.slug,
+        config_id: input.configId,
+        endpoint_url: input.endpointUrl,
+        endpoint_type: input.endpointType,
+        endpoint_api_key_enc: input.apiKey === undefined ? undefined : input.apiKey === null ? null : ctx.deps.secrets.seal(input.apiKey),
+        welcome_message: input.welcomeMessage,
+        placeholder: input.placeholder,
+        primary_color: input.primaryColor,
+      };
+      try {
+        const row = await repo.updateInterface(ctx.deps.database.db, ctx.owner.id, input.id, changes);
+        if (!row) throw notFound();
+        return { chatInterface: toChatInterface(row) };
+      } catch (error) {
+        if (repo.isUniqueViolation(error)) throw conflict();
+        throw error;
+      }
+    }),
+
+  delete: ownerProcedure
+    .meta({ openapi: { method: 'DELETE', path: '/api/v1/chat-interfaces/{id}', tags, summary: 'Delete a chat interface and its API keys', protect: true } })
+    .input(z.object({ id: idParam }))
+    .output(deletedSchema)
+    .mutation(async ({ ctx, input }) => {
+      if (!isUuid(input.id) || !(await repo.deleteInterface(ctx.deps.database.db, ctx.owner.id, input.id))) throw notFound();
+      return { deleted: true as const, id: input.id };
+    }),
+
+  uploadAvatar: ownerProcedure
+    .meta({
+      openapi: { method: 'POST', path: '/api/v1/chat-interfaces/{id}/avatar', tags, summary: 'Upload the avatar/logo (resized to 256x256 WebP, metadata stripped)', protect: true, contentTypes: ['multipart/form-data'] },
+      multipart: { fileField: 'file', maxBytes: AVATAR_MAX_UPLOAD_BYTES },
+      rateLimit: 'upload',
+    })
+    .input(z.object({ id: idParam, file: uploadedFileSchema }))
+    .output(z.object({ chatInterface: chatInterfaceSchema }))
+    .mutation(async ({ ctx, input }) => {
+      const db = ctx.deps.database.db;
+      if (!isUuid(input.id) || !(await repo.findOwnedInterface(db, ctx.owner.id, input.id))) throw notFound();
+      const webp = await processAvatar(input.file.bytes);
+      const row = await db
+        .updateTable('chat_interfaces')
+        .set((eb) => ({ avatar_webp: webp, avatar_version: eb('avatar_version', '+', 1), updated_at: new Date() }))
+        .where('owner_id', '=', ctx.owner.id)
+        .where('id', '=', input.id)
+        .returning(['id'])
+        .executeTakeFirst();
+      const updated = row && (await repo.findOwnedInterface(db, ctx.owner.id, input.id));
+      if (!updated) throw notFound();
+      return { chatInterface: toChatInterface(updated) };
+    }),
+
+  avatar: publicProcedure
+    .meta({ openapi: { method: 'GET', path: '/api/v1/chat-interfaces/{id}/avatar', tags, summary: 'The avatar image (public: visitors see it in the widget)', contentTypes: ['image/webp'] }, rawResponse: true })
+    .input(z.object({ id: idParam, v: z.string().max(20).optional() }))
+    .output(rawResponseSchema)
+    .query(async ({ ctx, input }) => {
+      const row = isUuid(input.id) ? await repo.findAvatar(ctx.deps.database.db, input.id) : undefined;
+      if (!row?.avatar_webp) throw new AppError('NOT_FOUND', 'Avatar not found');
+      return { contentType: 'image/webp', body: row.avatar_webp, cacheControl: 'public, max-age=86400' };
+    }),
+});

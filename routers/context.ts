@@ -1,0 +1,34 @@
+import type { Lucia } from 'lucia';
+import type { Config } from '../server/config.ts';
+import type { SecretBox } from '../server/secrets.ts';
+import type { RateLimiter } from '../server/rate-limit/rate-limiter.ts';
+import type { Database } from '../db/database.ts';
+import type { Logger } from '../server/logger.ts';
+import type { ErrorReporter } from '../server/error-reporting.ts';
+import type { GuardedHttpClient } from '../adapters/http/guarded-client.ts';
+import type { Caller } from './auth/caller.ts';
+
+/** Everything the procedures may use. Built once per process in server/app.ts; never a container. */
+export interface AppDeps {
+  config: Config;
+  database: Database;
+  secrets: SecretBox;
+  sessions: Lucia;
+  rateLimiter: RateLimiter;
+  logger: Logger;
+  errorReporter: ErrorReporter;
+  http: GuardedHttpClient;
+}
+
+/** Per-request context, identical for REST, tRPC and GraphQL. */
+export interface Context {
+  deps: AppDeps;
+  requestId: string;
+  clientIp: string;
+  /** Raw `Authorization` header; resolved lazily by getCaller so public routes never touch the database. */
+  authorization: string | undefined;
+  /** Headers the procedures want on the response (rate-limit headers); every adapter copies them. */
+  responseHeaders: Record<string, string>;
+  getCaller(): Promise<Caller>;
+  signal?: AbortSignal;
+}

@@ -1,0 +1,58 @@
+import { z } from 'zod';
+import { idParam, timestamp } from './common.ts';
+
+export const endpointTypeSchema = z.enum(['flow', 'openai', 'messages', 'generation', 'generic']);
+export const slugSchema = z
+  .string()
+  .regex(/^[a-z0-9](?:[a-z0-9-]{1,62}[a-z0-9])$/, 'must be 3-64 characters: lowercase letters, digits and inner hyphens');
+const color = z.string().regex(/^#[0-9a-fA-F]{6}$/, 'must be a #rrggbb colour');
+const endpointUrl = z
+  .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
+  .max(2048);
+
+export const chatInterfaceSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    slug: z.string(),
+    configId: z.string().nullable().meta({ description: 'Knowledge base configuration answering this interface' }),
+    endpointUrl: z.string().nullable().meta({ description: 'External AI endpoint; when set it answers instead of the knowledge base' }),
+    endpointType: endpointTypeSchema.nullable().meta({ description: 'Owner override of the detected endpoint type; null = detect from the URL' }),
+    hasApiKey: z.boolean().meta({ description: 'Whether an upstream API key is stored (it is never returned)' }),
+    welcomeMessage: z.string().nullable(),
+    placeholder: z.string().nullable(),
+    primaryColor: z.string().nullable(),
+    avatarUrl: z.string().nullable(),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  })
+  .meta({ id: 'ChatInterface' });
+
+const editable = {
+  name: z.string().trim().min(1).max(100),
+  slug: slugSchema,
+  configId: z.string().min(1).max(100).nullable(),
+  endpointUrl: endpointUrl.nullable(),
+  apiKey: z.string().min(1).max(4096).nullable().meta({ description: 'Upstream API key; stored encrypted, never returned; null clears it' }),
+  endpointType: endpointTypeSchema.nullable(),
+  welcomeMessage: z.string().max(2000).nullable(),
+  placeholder: z.string().max(200).nullable(),
+  primaryColor: color.nullable(),
+};
+
+export const createChatInterfaceInput = z.object({
+  ...editable,
+  slug: editable.slug.optional(),
+  configId: editable.configId.optional(),
+  endpointUrl: editable.endpointUrl.optional(),
+  apiKey: editable.apiKey.optional(),
+  endpointType: editable.endpointType.optional(),
+  welcomeMessage: editable.welcomeMessage.optional(),
+  placeholder: editable.placeholder.optional(),
+  primaryColor: editable.primaryColor.optional(),
+});
+
+export const updateChatInterfaceInput = z.object({
+  id: idParam,
+  ...Object.fromEntries(Object.entries(editable).map(([k, v]) => [k, v.optional()])),
+} as { id: typeof idParam } & { [K in keyof typeof editable]: z.ZodOptional<(typeof editable)[K]> });

@@ -1,0 +1,49 @@
+import { z } from 'zod';
+
+/**
+ * The closed list of error codes. Every error a client can see carries one of these; only the REST
+ * adapter (adapters/rest/status.ts) decides which HTTP status each one gets.
+ */
+export const ERROR_CODES = [
+  'BAD_REQUEST',
+  'VALIDATION_FAILED',
+  'MALFORMED_JSON',
+  'UNAUTHORIZED',
+  'FORBIDDEN',
+  'HTTPS_REQUIRED',
+  'NOT_FOUND',
+  'METHOD_NOT_ALLOWED',
+  'CONFLICT',
+  'PAYLOAD_TOO_LARGE',
+  'UNSUPPORTED_MEDIA_TYPE',
+  'RATE_LIMITED',
+  'INTERNAL_ERROR',
+  'SERVICE_UNAVAILABLE',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+export const errorCodeSchema = z.enum(ERROR_CODES);
+
+export class AppError extends Error {
+  override readonly name = 'AppError';
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    /** Shown to the client as `error.details`: which field, which limit. Never internals. */
+    readonly details: string = '',
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export const errorEnvelopeSchema = z
+  .object({
+    success: z.literal(false),
+    error: z.object({
+      message: z.string(),
+      code: errorCodeSchema,
+      details: z.string(),
+    }),
+  })
+  .meta({ id: 'ErrorEnvelope' });

@@ -1,0 +1,101 @@
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { Config } from './config.ts';
+import { createLogger, type Logger } from './logger.ts';
+import { createSecretBox, loadEncryptionKey } from './secrets.ts';
+import { loadTlsMaterial } from './tls.ts';
+import { createDualListener } from './listener.ts';
+import { createDispatcher } from './dispatch.ts';
+import { createErrorReporter } from './error-reporting.ts';
+import { createMemoryRateLimiter } from './rate-limit/memory.ts';
+import { createRedisRateLimiter } from './rate-limit/redis.ts';
+import { withFallback } from './rate-limit/fallback.ts';
+import { openPGlite, openPostgres, type Database } from '../db/database.ts';
+import { migrateToLatest } from '../db/migrate.ts';
+import { appRouter } from '../routers/app-router.ts';
+import type { AppDeps } from '../routers/context.ts';
+import { createSessionManager } from '../routers/auth/sessions.ts';
+import { createGuardedHttpClient } from '../adapters/http/guarded-client.ts';
+import { createRestHandler } from '../adapters/rest/handler.ts';
+import { LEGACY_ROUTES } from '../adapters/rest/legacy.ts';
+import { buildOpenApiDocument } from '../adapters/rest/openapi.ts';
+import { renderDocsPage } from '../adapters/rest/docs-page.ts';
+import { createTrpcHandler } from '../adapters/trpc/handler.ts';
+import { createGraphqlHandler } from '../adapters/graphql/handler.ts';
+
+export interface RunningApp {
+  deps: AppDeps;
+  port: number;
+  /** https://127.0.0.1:<port> */
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function openDatabase(config: Config): Promise<Database> {
+  return config.DATABASE_URL ? openPostgres(config.DATABASE_URL) : openPGlite({ dataDir: join(config.DATA_DIR, 'pglite') });
+}
+
+/**
+ * Builds every dependency once, runs migrations, and starts the one listener. `database` may be handed
+ * in (tests pass a per-file clone); everything else comes from the configuration.
+ */
+export async function startApp(config: Config, options: { database?: Database; logger?: Logger } = {}): Promise<RunningApp> {
+  const logger = options.logger ?? createLogger(config.LOG_LEVEL);
+  const database = options.database ?? (await openDatabase(config));
+  await migrateToLatest(database.db);
+  const http = createGuardedHttpClient({ allowHosts: config.OUTBOUND_ALLOW_HOSTS });
+  const rateLimiter = config.REDIS_URL
+    ? withFallback(createRedisRateLimiter({ url: config.REDIS_URL }), createMemoryRateLimiter(), logger)
+    : createMemoryRateLimiter();
+  const deps: AppDeps = {
+    config,
+    database,
+    logger,
+    http,
+    rateLimiter,
+    secrets: createSecretBox(loadEncryptionKey(config.ENCRYPTION_KEY, config.DATA_DIR)),
+    sessions: createSessionManager(database.db, config.SESSION_TTL_DAYS),
+    errorReporter: createErrorReporter({ logger, http, sentryDsn: config.SENTRY_DSN }),
+  };
+
+  let openapi: ReturnType<typeof buildOpenApiDocument> | undefined;
+  const openApiDocument = () =>
+    (openapi ??= buildOpenApiDocument(appRouter, {
+      title: 'Chat Interface and Knowledge Base Service API',
+      version: '1.0.0',
+      description: 'The v1 REST surface. Every operation is also reachable as a tRPC procedure (/trpc) and, for dashboards, through GraphQL (/graphql).',
+    }));
+  let docsPage: string | undefined;
+  const rest = createRestHandler({
+    router: appRouter,
+    legacyRoutes: LEGACY_ROUTES,
+    jsonBodyLimitBytes: config.JSON_BODY_LIMIT_BYTES,
+    documents: {
+      '/api/v1/openapi.json': () => ({ contentType: 'application/json; charset=utf-8', body: JSON.stringify(openApiDocument()) }),
+      '/api/v1/docs': () => ({ contentType: 'text/html; charset=utf-8', body: (docsPage ??= renderDocsPage(openApiDocument())) }),
+    },
+  });
+  const dispatch = createDispatcher(deps, { rest, trpc: createTrpcHandler(appRouter), graphql: createGraphqlHandler(appRouter) });
+  const tls = await loadTlsMaterial({ certPath: config.TLS_CERT, keyPath: config.TLS_KEY, dataDir: config.DATA_DIR });
+  const listener = createDualListener(tls, dispatch);
+  await new Promise<void>((resolve, reject) => {
+    listener.server.once('error', reject);
+    listener.server.listen(config.PORT, config.HOST, () => resolve());
+  });
+  const port = (listener.server.address() as AddressInfo).port;
+
+  let closing: Promise<void> | undefined;
+  return {
+    deps,
+    port,
+    url: `https://127.0.0.1:${port}`,
+    close: () =>
+      (closing ??= (async () => {
+        const closed = new Promise<void>((resolve) => listener.server.close(() => resolve()));
+        listener.closeConnections();
+        await closed;
+        await rateLimiter.close();
+        await database.close();
+      })()),
+  };
+}

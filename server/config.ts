@@ -1,0 +1,69 @@
+import { z } from 'zod';
+
+const bool = z
+  .enum(['0', '1', 'true', 'false', ''])
+  .default('')
+  .transform((v) => v === '1' || v === 'true');
+const list = z
+  .string()
+  .default('')
+  .transform((v) =>
+    v
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
+const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+
+/** The whole configuration: one zod schema over the environment. A bad value stops start-up naming the variable. */
+export const configSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8443),
+  HOST: z.string().default('0.0.0.0'),
+  DATA_DIR: z.string().default('./data'),
+  DATABASE_URL: z.string().url().refine((u) => /^postgres(ql)?:\/\//.test(u), 'must be a postgres:// URL').optional(),
+  REDIS_URL: z.string().url().refine((u) => /^rediss?:\/\//.test(u), 'must be a redis:// URL').optional(),
+  TLS_CERT: z.string().optional(),
+  TLS_KEY: z.string().optional(),
+  TRUST_PROXY: bool,
+  /** 32 bytes, base64: encrypts stored secrets. Generated into DATA_DIR on first start when absent. */
+  ENCRYPTION_KEY: z
+    .string()
+    .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes encoded as base64')
+    .optional(),
+  ADMIN_EMAILS: list.transform((emails) => emails.map((e) => e.toLowerCase())),
+  CRON_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  SESSION_TTL_DAYS: positiveInt(30),
+  OIDC_ISSUER: z.string().url().optional(),
+  OIDC_AUDIENCE: z.string().optional(),
+  OIDC_JWKS_URL: z.string().url().optional(),
+  SENTRY_DSN: z.string().url().optional(),
+  OUTBOUND_ALLOW_HOSTS: list,
+  RATE_LIMIT_CHAT: positiveInt(60),
+  RATE_LIMIT_KB_QUERY: positiveInt(60),
+  RATE_LIMIT_UPLOAD: positiveInt(10),
+  RATE_LIMIT_DEFAULT: positiveInt(100),
+  RATE_LIMIT_WINDOW_SECONDS: positiveInt(60),
+  JSON_BODY_LIMIT_BYTES: positiveInt(1024 * 1024),
+  QUERY_CACHE_LIMIT_BYTES: positiveInt(256 * 1024),
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const picked: Record<string, string> = {};
+  for (const key of Object.keys(configSchema.shape)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') picked[key] = value;
+  }
+  const parsed = configSchema.safeParse(picked);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  return parsed.data;
+}

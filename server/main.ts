@@ -1,0 +1,39 @@
+import { ConfigError, loadConfig } from './config.ts';
+import { startApp } from './app.ts';
+import { createLogger } from './logger.ts';
+
+async function main() {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  const logger = createLogger(config.LOG_LEVEL);
+  const app = await startApp(config, { logger });
+  logger.info('listening', { url: `https://${config.HOST === '0.0.0.0' ? 'localhost' : config.HOST}:${app.port}`, database: app.deps.database.kind, rateLimits: config.REDIS_URL ? 'redis' : 'memory' });
+
+  const shutdown = (signal: string) => {
+    logger.info('shutting down', { signal });
+    const timer = setTimeout(() => process.exit(1), 10_000);
+    timer.unref();
+    app.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error('shutdown failed', { reason: String(error) });
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGINT', () => shutdown('SIGINT'));
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`start-up failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

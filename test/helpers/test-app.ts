@@ -1,0 +1,121 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { Agent, request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import postgres from 'postgres';
+import { inject } from 'vitest';
+import { loadConfig } from '../../server/config.ts';
+import { startApp, type RunningApp } from '../../server/app.ts';
+import { openPGlite, openPostgres, type Database } from '../../db/database.ts';
+import { createLogger } from '../../server/logger.ts';
+
+export interface TestResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  /** Parsed JSON body (undefined when the body is not JSON). */
+  body: any;
+}
+
+export interface RequestOptions {
+  token?: string;
+  body?: unknown;
+  rawBody?: string | Buffer;
+  headers?: Record<string, string>;
+}
+
+export interface TestApp extends RunningApp {
+  request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
+  /** Signs up a fresh owner and returns its session token and id. */
+  signUp(prefix?: string): Promise<{ token: string; ownerId: string; email: string }>;
+  logs: string[];
+  stop(): Promise<void>;
+}
+
+/** A fresh database for one test file: a PGlite clone of the migrated template, or a new PostgreSQL database. */
+async function openTestDatabase(): Promise<{ database: Database; drop(): Promise<void> }> {
+  const databaseUrl = process.env.DATABASE_URL;
+  const pgTemplate = inject('postgresTemplate');
+  if (databaseUrl && pgTemplate) {
+    const name = `cis_test_${randomBytes(5).toString('hex')}`;
+    const admin = postgres(databaseUrl, { max: 1, onnotice: () => {} });
+    await admin.unsafe(`create database ${name} template ${pgTemplate}`);
+    const url = new URL(databaseUrl);
+    url.pathname = `/${name}`;
+    return {
+      database: openPostgres(url.toString(), 5),
+      drop: async () => {
+        await admin.unsafe(`drop database if exists ${name} with (force)`);
+        await admin.end();
+      },
+    };
+  }
+  const template = readFileSync(inject('pgliteTemplate'));
+  return { database: await openPGlite({ loadDataDir: new Blob([template]) }), drop: async () => {} };
+}
+
+export const insecureAgent = new Agent({ keepAlive: true, rejectUnauthorized: false, maxSockets: 16 });
+
+export function httpsCall(baseUrl: string, method: string, path: string, options: RequestOptions = {}): Promise<TestResponse> {
+  const headers: Record<string, string> = { ...options.headers };
+  let payload: string | Buffer | undefined = options.rawBody;
+  if (options.body !== undefined) {
+    payload = JSON.stringify(options.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(new URL(path, baseUrl), { method, headers, agent: insecureAgent }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let body: unknown;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          body = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'cis-data-'));
+  const { database, drop } = await openTestDatabase();
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATA_DIR: dataDir,
+    ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    LOG_LEVEL: 'debug',
+    REDIS_URL: process.env.REDIS_URL,
+    ...env,
+  });
+  const logs: string[] = [];
+  const app = await startApp(config, { database, logger: createLogger('debug', (line) => logs.push(line)) });
+  let counter = 0;
+  const request = (method: string, path: string, options?: RequestOptions) => httpsCall(app.url, method, path, options);
+  return {
+    ...app,
+    logs,
+    request,
+    async signUp(prefix = 'owner') {
+      const email = `${prefix}-${++counter}-${randomBytes(3).toString('hex')}@example.com`;
+      const res = await request('POST', '/api/v1/auth/sign-up', { body: { email, password: 'correct horse battery' } });
+      if (res.status !== 201) throw new Error(`sign-up failed: ${res.status} ${res.text}`);
+      return { token: res.body.data.token as string, ownerId: res.body.data.owner.id as string, email };
+    },
+    async stop() {
+      await app.close();
+      await drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

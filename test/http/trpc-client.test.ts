@@ -1,0 +1,176 @@
+import { request as httpsRequest } from 'node:https';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTRPCClient, httpLink, TRPCClientError } from '@trpc/client';
+import type { AppRouter } from '../../routers/app-router.ts';
+import { insecureAgent, startTestApp, type TestApp } from '../helpers/test-app.ts';
+
+/**
+ * A minimal fetch over node:https that accepts the test server's self-signed certificate. Node 20's
+ * global fetch takes no agent, and changing the global dispatcher would leak into other test files.
+ */
+async function insecureFetch(input: RequestInfo | URL | string, init?: RequestInit): Promise<Response> {
+  const url = typeof input === 'string' || input instanceof URL ? new URL(input) : new URL(input.url);
+  const headers: Record<string, string> = {};
+  new Headers(init?.headers as HeadersInit | undefined).forEach((value, name) => {
+    headers[name] = value;
+  });
+  const body = init?.body;
+  if (body !== undefined && body !== null && typeof body !== 'string') throw new Error('insecureFetch only sends string bodies');
+  return new Promise<Response>((resolve, reject) => {
+    const req = httpsRequest(url, { method: init?.method ?? 'GET', headers, agent: insecureAgent }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const responseHeaders = new Headers();
+        for (const [name, value] of Object.entries(res.headers)) {
+          if (value === undefined) continue;
+          for (const v of Array.isArray(value) ? value : [value]) responseHeaders.append(name, v);
+        }
+        const status = res.statusCode ?? 0;
+        const payload = status === 204 || status === 304 ? null : Buffer.concat(chunks);
+        resolve(new Response(payload, { status, statusText: res.statusMessage ?? '', headers: responseHeaders }));
+      });
+    });
+    req.on('error', reject);
+    init?.signal?.addEventListener('abort', () => req.destroy(new Error('aborted')), { once: true });
+    req.end(body ?? undefined);
+  });
+}
+
+function makeClient(app: TestApp, token?: string) {
+  return createTRPCClient<AppRouter>({
+    links: [
+      httpLink({
+        url: `${app.url}/trpc`,
+        fetch: insecureFetch,
+        headers: () => (token ? { authorization: `Bearer ${token}` } : {}),
+      }),
+    ],
+  });
+}
+
+type Client = ReturnType<typeof makeClient>;
+
+/** Never called: exists only so `tsc --noEmit` proves the client is typed against AppRouter. */
+export function typeChecksOnly(client: Client) {
+  // @ts-expect-error name must be a string
+  void client.chatInterfaces.create.mutate({ name: 42 });
+  // @ts-expect-error chatInterfaceId is required
+  void client.apiKeys.create.mutate({ name: 'k' });
+  // @ts-expect-error unknown procedure
+  void client.nope.query();
+  // @ts-expect-error a mutation has no .query()
+  void client.chatInterfaces.create.query({ name: 'x' });
+  // The output is typed too: `key` is a string.
+  return async () => {
+    const created = await client.apiKeys.create.mutate({ name: 'k', chatInterfaceId: 'id' });
+    const key: string = created.key;
+    // @ts-expect-error count is a number, not a string
+    const wrong: string = (await client.apiKeys.list.query()).count;
+    return [key, wrong];
+  };
+}
+
+async function expectClientError(promise: Promise<unknown>) {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(TRPCClientError);
+  return error as TRPCClientError<AppRouter>;
+}
+
+describe('typed tRPC client over /trpc', () => {
+  let app: TestApp;
+  let a: { token: string; ownerId: string; email: string };
+  let b: { token: string; ownerId: string; email: string };
+  let clientA: Client;
+  let clientB: Client;
+
+  beforeAll(async () => {
+    app = await startTestApp();
+    a = await app.signUp('trpc-a');
+    b = await app.signUp('trpc-b');
+    clientA = makeClient(app, a.token);
+    clientB = makeClient(app, b.token);
+  });
+
+  afterAll(async () => {
+    await app?.stop();
+  });
+
+  it('auth.me equals the REST view', async () => {
+    const me = await clientA.auth.me.query();
+    const rest = await app.request('GET', '/api/v1/auth/me', { token: a.token });
+    expect(rest.status).toBe(200);
+    expect(me).toEqual(rest.body.data);
+    expect(me.owner.id).toBe(a.ownerId);
+    expect(me.owner.email).toBe(a.email);
+  });
+
+  it('creates an interface and a key, and lists keys like REST does', async () => {
+    const { chatInterface } = await clientA.chatInterfaces.create.mutate({ name: 'Typed Client Bot' });
+    expect(chatInterface.name).toBe('Typed Client Bot');
+
+    const restInterface = await app.request('GET', `/api/v1/chat-interfaces/${chatInterface.id}`, { token: a.token });
+    expect(restInterface.status).toBe(200);
+    expect(restInterface.body.data.chatInterface).toEqual(chatInterface);
+
+    const created = await clientA.apiKeys.create.mutate({ name: 'typed key', chatInterfaceId: chatInterface.id });
+    expect(created.key).toMatch(/^svc_/);
+    expect(created.apiKey.name).toBe('typed key');
+    expect(created.apiKey.chatInterfaceId).toBe(chatInterface.id);
+    expect(created.key.startsWith(created.apiKey.prefix)).toBe(true);
+
+    const list = await clientA.apiKeys.list.query();
+    const restList = await app.request('GET', '/api/v1/api-keys', { token: a.token });
+    expect(restList.status).toBe(200);
+    expect(list).toEqual(restList.body.data);
+    expect(list.apiKeys.map((k) => k.id)).toContain(created.apiKey.id);
+    expect(list.count).toBe(list.apiKeys.length);
+
+    const interfaces = await clientA.chatInterfaces.list.query();
+    const restInterfaces = await app.request('GET', '/api/v1/chat-interfaces', { token: a.token });
+    expect(interfaces).toEqual(restInterfaces.body.data);
+
+    // The created key really authenticates (as an API key, which may not call owner-only procedures).
+    const keyClient = makeClient(app, created.key);
+    const forbidden = await expectClientError(keyClient.auth.me.query());
+    expect(forbidden.data?.appCode).toBe('FORBIDDEN');
+    expect(forbidden.data?.httpStatus).toBe(403);
+  });
+
+  it("another owner's id -> NOT_FOUND, 404", async () => {
+    const { chatInterface } = await clientA.chatInterfaces.create.mutate({ name: 'A private' });
+
+    const getError = await expectClientError(clientB.chatInterfaces.get.query({ id: chatInterface.id }));
+    expect(getError.data?.appCode).toBe('NOT_FOUND');
+    expect(getError.data?.httpStatus).toBe(404);
+    expect(getError.message).toBe('Chat interface not found');
+
+    const keyError = await expectClientError(clientB.apiKeys.create.mutate({ name: 'steal', chatInterfaceId: chatInterface.id }));
+    expect(keyError.data?.appCode).toBe('NOT_FOUND');
+    expect(keyError.data?.httpStatus).toBe(404);
+
+    // Nothing leaked into B's keys.
+    expect((await clientB.apiKeys.list.query()).apiKeys).toEqual([]);
+  });
+
+  it('validation error (name: "") -> BAD_REQUEST, 400, appCode null', async () => {
+    const error = await expectClientError(clientA.chatInterfaces.create.mutate({ name: '' }));
+    expect(error.data?.code).toBe('BAD_REQUEST');
+    expect(error.data?.httpStatus).toBe(400);
+    // Zod failures are not AppErrors, so the formatter gives no appCode.
+    expect(error.data?.appCode).toBeNull();
+    expect(error.data).not.toHaveProperty('stack');
+  });
+
+  it('no token -> 401', async () => {
+    const anonymous = makeClient(app);
+    const error = await expectClientError(anonymous.auth.me.query());
+    expect(error.data?.httpStatus).toBe(401);
+    expect(error.data?.appCode).toBe('UNAUTHORIZED');
+    expect(error.data?.code).toBe('UNAUTHORIZED');
+  });
+});
