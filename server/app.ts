@@ -45,7 +45,7 @@ export async function startApp(config: Config, options: { database?: Database; l
   await migrateToLatest(database.db);
   const http = createGuardedHttpClient({ allowHosts: config.OUTBOUND_ALLOW_HOSTS });
   const rateLimiter = config.REDIS_URL
-    ? withFallback(createRedisRateLimiter({ url: config.REDIS_URL }), createMemoryRateLimiter(), logger)
+    ? withFallback(createRedisRateLimiter({ url: config.REDIS_URL, keyPrefix: config.RATE_LIMIT_KEY_PREFIX }), createMemoryRateLimiter(), logger)
     : createMemoryRateLimiter();
   const deps: AppDeps = {
     config,

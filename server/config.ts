@@ -43,6 +43,8 @@ export const configSchema = z.object({
   RATE_LIMIT_UPLOAD: positiveInt(10),
   RATE_LIMIT_DEFAULT: positiveInt(100),
   RATE_LIMIT_WINDOW_SECONDS: positiveInt(60),
+  /** Redis key prefix for rate-limit counters; instances that must share counts use the same one. */
+  RATE_LIMIT_KEY_PREFIX: z.string().max(64).default('rl:'),
   JSON_BODY_LIMIT_BYTES: positiveInt(1024 * 1024),
   QUERY_CACHE_LIMIT_BYTES: positiveInt(256 * 1024),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),

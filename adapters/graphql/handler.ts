@@ -24,6 +24,8 @@ export function createGraphqlHandler(router: AnyRouter) {
     ],
   });
   return async (req: IncomingMessage, res: ServerResponse, ctx: Context) => {
-    await yoga.handleNodeRequestAndResponse(req, res, { ctx });
+    // handle(req, res) runs the request and writes the response to `res`; handleNodeRequestAndResponse
+    // only returns a fetch Response and would leave the socket hanging.
+    await yoga.handle(req, res, { ctx });
   };
 }

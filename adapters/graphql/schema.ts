@@ -1,5 +1,5 @@
 import SchemaBuilder from '@pothos/core';
-import { GraphQLError } from 'graphql';
+import { createGraphQLError } from 'graphql-yoga';
 import type { AnyRouter } from '@trpc/server';
 import type { Context } from '../../routers/context.ts';
 import type { AppRouter } from '../../routers/app-router.ts';
@@ -25,7 +25,9 @@ export function buildGraphqlSchema(router: AnyRouter) {
     } catch (error) {
       const { appError, unexpected } = toClientError(error);
       if (unexpected) ctx.deps.errorReporter.capture(error instanceof Error && error.cause ? error.cause : error, { requestId: ctx.requestId, path: '/graphql' });
-      throw new GraphQLError(appError.message, { extensions: { code: appError.code, details: appError.details } });
+      // Built with Yoga's own graphql instance: if this module and Yoga load different copies of `graphql`
+      // (ESM vs CJS, as under vitest), `instanceof GraphQLError` fails and Yoga masks the error as INTERNAL_SERVER_ERROR.
+      throw createGraphQLError(appError.message, { extensions: { code: appError.code, details: appError.details } });
     }
   }
 

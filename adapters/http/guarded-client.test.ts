@@ -131,6 +131,10 @@ beforeAll(async () => {
           for (let i = 0; i < 32; i += 1) res.write(Buffer.alloc(TWO_MB / 32, 0x61));
           res.end();
           return;
+        case '/head-big':
+          res.writeHead(200, { 'content-length': String(10 * TWO_MB), 'content-encoding': 'gzip' });
+          res.end();
+          return;
         case '/gzip-json':
           res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
           res.end(zlib.gzipSync('{"compressed":"gzip"}'));
@@ -337,6 +341,21 @@ describe('request behaviour', () => {
     expect(echoed.headers['accept-encoding']).toBe('gzip, deflate, br');
     expect(echoed.headers['x-test']).toBe('1');
     expect(echoed.headers['user-agent']).toBeTruthy();
+  });
+
+  it('HEAD responses are not measured or decoded against their declared length', async () => {
+    const client = createGuardedHttpClient({ allowHosts: [`127.0.0.1:${main.port}`], maxResponseBytes: ONE_MB });
+    const res = await client.request(`http://127.0.0.1:${main.port}/head-big`, { method: 'HEAD' });
+    expect(res.status).toBe(200);
+    expect(res.body.length).toBe(0);
+  });
+
+  it('surfaces an invalid header value as a programming error before sending', async () => {
+    const err = await allowMain()
+      .request(`http://127.0.0.1:${main.port}/echo`, { headers: { 'x-bad': 'a\r\nInjected: 1' } })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TypeError);
+    expect(err).not.toBeInstanceOf(OutboundError);
   });
 
   it('json() parses, and throws on bad JSON without echoing the body', async () => {

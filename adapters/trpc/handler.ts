@@ -1,12 +1,49 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
+import { TRPC_ERROR_CODES_BY_KEY, type TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
 import type { AnyRouter } from '@trpc/server';
 import type { Context } from '../../routers/context.ts';
+import type { ErrorCode } from '../../schema/errors.ts';
 import { toClientError } from '../rest/errors.ts';
 import { HTTP_STATUS } from '../rest/status.ts';
 
+const TRPC_CODE: Record<ErrorCode, TRPC_ERROR_CODE_KEY> = {
+  BAD_REQUEST: 'BAD_REQUEST',
+  VALIDATION_FAILED: 'BAD_REQUEST',
+  MALFORMED_JSON: 'PARSE_ERROR',
+  UNAUTHORIZED: 'UNAUTHORIZED',
+  FORBIDDEN: 'FORBIDDEN',
+  HTTPS_REQUIRED: 'FORBIDDEN',
+  NOT_FOUND: 'NOT_FOUND',
+  METHOD_NOT_ALLOWED: 'METHOD_NOT_SUPPORTED',
+  CONFLICT: 'CONFLICT',
+  PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  RATE_LIMITED: 'TOO_MANY_REQUESTS',
+  INTERNAL_ERROR: 'INTERNAL_SERVER_ERROR',
+  SERVICE_UNAVAILABLE: 'SERVICE_UNAVAILABLE',
+};
+
+/**
+ * An AppError thrown in a procedure reaches tRPC wrapped in an INTERNAL_SERVER_ERROR, so the default
+ * error shape says `code: INTERNAL_SERVER_ERROR, httpStatus: 500` even though the response is a 404.
+ * On the wire the shape's code and httpStatus follow the same mapping as the HTTP status.
+ */
+function withWireErrorCodes(router: AnyRouter): AnyRouter {
+  const config = router._def._config;
+  const errorFormatter: typeof config.errorFormatter = (opts) => {
+    const shape = config.errorFormatter(opts);
+    const { appError, unexpected } = toClientError(opts.error);
+    if (unexpected) return shape;
+    const code = TRPC_CODE[appError.code];
+    return { ...shape, code: TRPC_ERROR_CODES_BY_KEY[code], data: { ...shape.data, code, httpStatus: HTTP_STATUS[appError.code] } };
+  };
+  return { ...router, _def: { ...router._def, _config: { ...config, errorFormatter } } } as AnyRouter;
+}
+
 /** /trpc/* for first-party apps using the typed client. Same procedures, same context, same status mapping. */
-export function createTrpcHandler(router: AnyRouter) {
+export function createTrpcHandler(appRouter: AnyRouter) {
+  const router = withWireErrorCodes(appRouter);
   return async (req: IncomingMessage, res: ServerResponse, ctx: Context, url: URL) => {
     await nodeHTTPRequestHandler({
       router,

@@ -38,6 +38,12 @@ export function looksLikeJwt(token: string): boolean {
 
 type KeyResolver = ReturnType<typeof createLocalJWKSet>;
 
+/** Whether `since` is less than `ms` ago; a clock that jumped backwards counts as expired rather than blocking fetches. */
+function within(since: number, ms: number): boolean {
+  const elapsed = Date.now() - since;
+  return elapsed >= 0 && elapsed < ms;
+}
+
 /** One provider's keys: cached, refetched after the TTL, or early (once per cooldown) when a token names an unknown kid. */
 class JwksCache {
   private keys: KeyResolver | undefined;
@@ -52,7 +58,7 @@ class JwksCache {
 
   /** Key resolver for jwtVerify. */
   readonly getKey = async (header: JWTHeaderParameters, token: FlattenedJWSInput) => {
-    if (!this.keys || Date.now() - this.fetchedAt > JWKS_TTL_MS) await this.refresh();
+    if (!this.keys || !within(this.fetchedAt, JWKS_TTL_MS)) await this.refresh();
     if (!this.keys) throw new joseErrors.JWKSNoMatchingKey('no OIDC signing keys available');
     try {
       return await this.keys(header, token);
@@ -65,7 +71,7 @@ class JwksCache {
   };
 
   private mayFetch(): boolean {
-    return Date.now() - this.lastAttemptAt >= JWKS_COOLDOWN_MS;
+    return !within(this.lastAttemptAt, JWKS_COOLDOWN_MS);
   }
 
   /** Single-flight; a failure keeps the previous keys (if any) and is retried after the cooldown. */

@@ -33,6 +33,7 @@ export function toChatInterface(row: repo.ChatInterfaceRecord) {
 function slugFrom(name: string) {
   const base = name
     .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, '-')
     .replace(/^-+|-+$/g, '')

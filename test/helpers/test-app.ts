@@ -96,6 +96,8 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     ENCRYPTION_KEY: randomBytes(32).toString('base64'),
     LOG_LEVEL: 'debug',
     REDIS_URL: process.env.REDIS_URL,
+    // Test files run in parallel against one Redis: each app counts in its own key space unless told otherwise.
+    RATE_LIMIT_KEY_PREFIX: `rl:test:${randomBytes(4).toString('hex')}:`,
     ...env,
   });
   const logs: string[] = [];

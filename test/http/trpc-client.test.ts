@@ -147,7 +147,10 @@ describe('typed tRPC client over /trpc', () => {
     const getError = await expectClientError(clientB.chatInterfaces.get.query({ id: chatInterface.id }));
     expect(getError.data?.appCode).toBe('NOT_FOUND');
     expect(getError.data?.httpStatus).toBe(404);
+    expect(getError.data?.code).toBe('NOT_FOUND');
     expect(getError.message).toBe('Chat interface not found');
+    // The HTTP status of the response agrees with the shape.
+    expect((getError.meta?.response as Response | undefined)?.status).toBe(404);
 
     const keyError = await expectClientError(clientB.apiKeys.create.mutate({ name: 'steal', chatInterfaceId: chatInterface.id }));
     expect(keyError.data?.appCode).toBe('NOT_FOUND');
@@ -161,6 +164,7 @@ describe('typed tRPC client over /trpc', () => {
     const error = await expectClientError(clientA.chatInterfaces.create.mutate({ name: '' }));
     expect(error.data?.code).toBe('BAD_REQUEST');
     expect(error.data?.httpStatus).toBe(400);
+    expect((error.meta?.response as Response | undefined)?.status).toBe(400);
     // Zod failures are not AppErrors, so the formatter gives no appCode.
     expect(error.data?.appCode).toBeNull();
     expect(error.data).not.toHaveProperty('stack');
@@ -170,6 +174,7 @@ describe('typed tRPC client over /trpc', () => {
     const anonymous = makeClient(app);
     const error = await expectClientError(anonymous.auth.me.query());
     expect(error.data?.httpStatus).toBe(401);
+    expect((error.meta?.response as Response | undefined)?.status).toBe(401);
     expect(error.data?.appCode).toBe('UNAUTHORIZED');
     expect(error.data?.code).toBe('UNAUTHORIZED');
   });
