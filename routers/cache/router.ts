@@ -21,7 +21,7 @@ export const cacheRouter = router({
       const now = new Date();
       await ctx.deps.database.db
         .insertInto('query_cache')
-        .values({ owner_id: ctx.owner.id, data: sql`${serialized}::jsonb`, size_bytes: sizeBytes, updated_at: now })
+        .values({ owner_id: ctx.owner.id, data: sql`cast(${serialized}::text as jsonb)`, size_bytes: sizeBytes, updated_at: now })
         .onConflict((oc) => oc.column('owner_id').doUpdateSet({ data: sql`excluded.data`, size_bytes: sizeBytes, updated_at: now }))
         .execute();
       return { saved: true as const, sizeBytes, updatedAt: now.toISOString() };
