@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
+import { vector } from '@electric-sql/pglite-pgvector';
 import { Kysely, sql } from 'kysely';
 import { PostgresJSDialect } from 'kysely-postgres-js';
 import postgres from 'postgres';
@@ -37,7 +38,7 @@ export function openPostgres(url: string, maxConnections = 10): Database {
 /** Embedded PGlite in a data directory (the zero-setup default). Never open one directory from two processes. */
 export async function openPGlite(options: { dataDir?: string; loadDataDir?: Blob }): Promise<Database> {
   if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
-  const pglite = await PGlite.create({ dataDir: options.dataDir, loadDataDir: options.loadDataDir });
+  const pglite = await PGlite.create({ dataDir: options.dataDir, loadDataDir: options.loadDataDir, extensions: { vector } });
   return wrap(new Kysely<DB>({ dialect: new PGliteDialect(pglite) }), 'pglite', pglite);
 }
 

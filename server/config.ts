@@ -59,7 +59,7 @@ export class ConfigError extends Error {
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const picked: Record<string, string> = {};
   for (const key of Object.keys(configSchema.shape)) {
-    const value = env[key];
+    const value = env[key]?.trim();
     if (value !== undefined && value !== '') picked[key] = value;
   }
   const parsed = configSchema.safeParse(picked);

@@ -13,7 +13,10 @@ export function createLogger(level: LogLevel, write: (line: string, level: LogLe
   const threshold = RANK[level];
   const log = (lvl: Exclude<LogLevel, 'silent'>) => (msg: string, fields?: Record<string, unknown>) => {
     if (RANK[lvl] < threshold) return;
-    write(JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...fields }), lvl);
+    const entry: Record<string, unknown> = { time: new Date().toISOString(), level: lvl, msg };
+    // A field never overrides the core keys, so log lines cannot be spoofed through user-supplied fields.
+    for (const [key, value] of Object.entries(fields ?? {})) if (!(key in entry)) entry[key] = value;
+    write(JSON.stringify(entry), lvl);
   };
   return { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') };
 }

@@ -6,6 +6,8 @@ import { join } from 'node:path';
  * Symmetric encryption for secrets we must be able to use later (upstream API keys, webhook secrets).
  * AES-256-GCM, random 96-bit nonce per value; stored as `v1.<nonce>.<tag>.<ciphertext>` in base64url.
  */
+const TAG_LENGTH = 16;
+
 export interface SecretBox {
   seal(plaintext: string): string;
   open(sealed: string): string;
@@ -21,10 +23,14 @@ export function createSecretBox(key: Buffer): SecretBox {
       return ['v1', nonce, cipher.getAuthTag(), body].map((p) => (typeof p === 'string' ? p : p.toString('base64url'))).join('.');
     },
     open(sealed) {
-      const [version, nonce, tag, body] = sealed.split('.');
-      if (version !== 'v1' || !nonce || !tag || body === undefined) throw new Error('unrecognised sealed secret');
-      const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(nonce, 'base64url'));
-      decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+      const parts = sealed.split('.');
+      const [version, nonce, tag, body] = parts;
+      if (parts.length !== 4 || version !== 'v1' || !nonce || !tag || body === undefined) throw new Error('unrecognised sealed secret');
+      const tagBytes = Buffer.from(tag, 'base64url');
+      // A full 16-byte tag only: GCM accepts truncated tags, which would make forgeries far cheaper.
+      if (tagBytes.length !== TAG_LENGTH) throw new Error('unrecognised sealed secret');
+      const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(nonce, 'base64url'), { authTagLength: TAG_LENGTH });
+      decipher.setAuthTag(tagBytes);
       return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');
     },
   };

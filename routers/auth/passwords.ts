@@ -16,17 +16,24 @@ export async function hashPassword(password: string): Promise<string> {
   return ['scrypt', PARAMS.N, PARAMS.r, PARAMS.p, salt.toString('base64url'), key.toString('base64url')].join('$');
 }
 
+/**
+ * False for a wrong password and for any stored value that is not exactly what hashPassword writes: a
+ * stored key of the wrong length (e.g. empty) must never make every password match.
+ */
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
-  const [scheme, n, r, p, salt, expected] = stored.split('$');
-  if (scheme !== 'scrypt' || !n || !r || !p || !salt || !expected) return false;
+  const parts = stored.split('$');
+  if (parts.length !== 6) return false;
+  const [scheme, n, r, p, salt, expected] = parts as [string, string, string, string, string, string];
+  if (scheme !== 'scrypt' || n !== String(PARAMS.N) || r !== String(PARAMS.r) || p !== String(PARAMS.p)) return false;
   const expectedKey = Buffer.from(expected, 'base64url');
-  const key = await scrypt(password.normalize('NFKC'), Buffer.from(salt, 'base64url'), expectedKey.length, {
-    N: Number(n),
-    r: Number(r),
-    p: Number(p),
-    maxmem: MAX_MEM,
-  });
-  return timingSafeEqual(key, expectedKey);
+  const saltBytes = Buffer.from(salt, 'base64url');
+  if (expectedKey.length !== KEY_LENGTH || saltBytes.length < 16) return false;
+  try {
+    const key = await scrypt(password.normalize('NFKC'), saltBytes, KEY_LENGTH, { ...PARAMS, maxmem: MAX_MEM });
+    return timingSafeEqual(key, expectedKey);
+  } catch {
+    return false;
+  }
 }
 
 /** A hash of a random password: verifying against it costs the same as a real one (no user-enumeration timing). */

@@ -85,22 +85,16 @@ describe('verifyPassword', () => {
     }
   });
 
-  // BUG (routers/auth/passwords.ts): the numeric parameters are passed to scrypt unchecked, so a stored
-  // string with a non-numeric or invalid N rejects with a RangeError instead of returning false.
-  // Remove `.fails` once verifyPassword validates N/r/p.
-  it.fails('returns false for non-numeric or invalid scrypt parameters [currently throws]', async () => {
+  // Parameters other than the ones we write are refused, never passed to scrypt.
+  it('returns false for non-numeric or invalid scrypt parameters', async () => {
     const good = await hashPassword('pw');
     const [, , , , salt, key] = good.split('$');
     await expect(verifyPassword('pw', `scrypt$abc$8$1$${salt}$${key}`)).resolves.toBe(false);
     await expect(verifyPassword('pw', `scrypt$1000$8$1$${salt}$${key}`)).resolves.toBe(false);
   });
 
-  // BUG (routers/auth/passwords.ts): the key length is taken from the stored string. When the key part
-  // decodes to 0 bytes (e.g. `****` or `!!!!`, which base64url decoding silently drops), scrypt derives an
-  // empty key and timingSafeEqual(empty, empty) is true: EVERY password verifies. A short key part (1 byte)
-  // makes a random password verify 1 time in 256. Expected: reject any key that is not 32 bytes.
-  // Remove `.fails` once fixed.
-  it.fails('refuses a stored hash whose key part decodes to nothing [currently: any password verifies]', async () => {
+  // A key part that decodes to 0 bytes (`****`) once made every password verify (empty == empty).
+  it('refuses a stored hash whose key part decodes to nothing', async () => {
     const good = await hashPassword('pw');
     const [, , , , salt] = good.split('$');
     expect(await verifyPassword('not the password', `scrypt$32768$8$1$${salt}$****`)).toBe(false);
