@@ -120,6 +120,8 @@ export interface KbConfigsTable {
   /** The version new vectors are written under; serving_version is the one queries read. */
   embedding_version: Generated<number>;
   serving_version: Generated<number>;
+  /** Bumped whenever the searchable content changes; keys in-memory vector caches. */
+  content_version: Generated<number>;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }

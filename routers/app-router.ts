@@ -7,6 +7,7 @@ import { chatInterfacesRouter } from './chat-interfaces/router.ts';
 import { debugRouter } from './debug/router.ts';
 import { errorTrackingRouter } from './error-tracking/router.ts';
 import { healthRouter } from './health/router.ts';
+import { knowledgeBaseRouter } from './knowledge-base/router.ts';
 import { translationsRouter } from './translations/router.ts';
 import { userRouter } from './user/router.ts';
 
@@ -20,6 +21,7 @@ export const appRouter = router({
   debug: debugRouter,
   errorTracking: errorTrackingRouter,
   health: healthRouter,
+  knowledgeBase: knowledgeBaseRouter,
   translations: translationsRouter,
   user: userRouter,
 });

@@ -7,6 +7,9 @@ import type { Logger } from '../server/logger.ts';
 import type { ErrorReporter } from '../server/error-reporting.ts';
 import type { GuardedHttpClient } from '../adapters/http/guarded-client.ts';
 import type { Caller } from './auth/caller.ts';
+import type { BlobStore } from '../adapters/blobs/blob-store.ts';
+import type { JobQueue } from '../server/jobs/queue.ts';
+import type { VectorSearchMode } from './knowledge-base/vectors.ts';
 
 /** Everything the procedures may use. Built once per process in server/app.ts; never a container. */
 export interface AppDeps {
@@ -18,6 +21,9 @@ export interface AppDeps {
   logger: Logger;
   errorReporter: ErrorReporter;
   http: GuardedHttpClient;
+  blobs: BlobStore;
+  jobs: JobQueue;
+  vectorSearch: VectorSearchMode;
 }
 
 /** Per-request context, identical for REST, tRPC and GraphQL. */
@@ -30,5 +36,8 @@ export interface Context {
   /** Headers the procedures want on the response (rate-limit headers); every adapter copies them. */
   responseHeaders: Record<string, string>;
   getCaller(): Promise<Caller>;
+  /** A procedure may choose a different success status (e.g. 200 for an upload that was a duplicate).
+   *  An object, like responseHeaders, because middlewares hand procedures a copy of the context. */
+  response: { status?: 200 | 201 };
   signal?: AbortSignal;
 }

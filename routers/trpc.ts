@@ -16,8 +16,11 @@ export type AppMeta = OpenApiMeta<{
   successStatus?: 200 | 201 | 202;
   /** Flat REST shape (`success` beside the fields, no `data`), as the spec shows for a few operations. */
   flat?: boolean;
-  /** REST body is multipart/form-data: the adapter parses it into the input (`file` + text fields). */
-  multipart?: { fileField: string; maxBytes: number };
+  /** REST body is multipart/form-data: the adapter parses it into the input (`file` + text fields), capped
+   *  at maxBytes, or at the caller's plan limit with 'plan'. */
+  multipart?: { fileField: string; maxBytes: number | 'plan' };
+  /** REST answer is Server-Sent Events: the output is an async iterable of JSON events. */
+  sse?: boolean;
   /** REST answer is raw bytes: the output is `{ contentType, body: Uint8Array, cacheControl? }`. */
   rawResponse?: boolean;
 }>;

@@ -22,6 +22,10 @@ import { buildOpenApiDocument } from '../adapters/rest/openapi.ts';
 import { renderDocsPage } from '../adapters/rest/docs-page.ts';
 import { createTrpcHandler } from '../adapters/trpc/handler.ts';
 import { createGraphqlHandler } from '../adapters/graphql/handler.ts';
+import { createDirectoryBlobStore } from '../adapters/blobs/blob-store.ts';
+import { createJobQueue } from './jobs/queue.ts';
+import { detectVectorSearch } from '../routers/knowledge-base/vectors.ts';
+import { knowledgeBaseJobHandlers, requeueOrphanedDocuments } from '../routers/knowledge-base/jobs.ts';
 
 export interface RunningApp {
   deps: AppDeps;
@@ -56,7 +60,14 @@ export async function startApp(config: Config, options: { database?: Database; l
     secrets: createSecretBox(loadEncryptionKey(config.ENCRYPTION_KEY, config.DATA_DIR)),
     sessions: createSessionManager(database.db, config.SESSION_TTL_DAYS),
     errorReporter: createErrorReporter({ logger, http, sentryDsn: config.SENTRY_DSN }),
+    blobs: createDirectoryBlobStore(join(config.DATA_DIR, 'blobs')),
+    jobs: createJobQueue({ db: database.db, logger }),
+    vectorSearch: await detectVectorSearch(database.db, config.VECTOR_SEARCH),
   };
+  if (config.JOB_CONCURRENCY > 0) {
+    deps.jobs.start(knowledgeBaseJobHandlers(deps), { concurrency: config.JOB_CONCURRENCY });
+    await requeueOrphanedDocuments(deps);
+  }
 
   let openapi: ReturnType<typeof buildOpenApiDocument> | undefined;
   const openApiDocument = () =>
@@ -94,6 +105,7 @@ export async function startApp(config: Config, options: { database?: Database; l
         const closed = new Promise<void>((resolve) => listener.server.close(() => resolve()));
         listener.closeConnections();
         await closed;
+        await deps.jobs.stop();
         await rateLimiter.close();
         await database.close();
       })()),

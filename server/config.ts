@@ -47,6 +47,13 @@ export const configSchema = z.object({
   RATE_LIMIT_KEY_PREFIX: z.string().max(64).default('rl:'),
   JSON_BODY_LIMIT_BYTES: positiveInt(1024 * 1024),
   QUERY_CACHE_LIMIT_BYTES: positiveInt(256 * 1024),
+  /** 'auto' uses pgvector when the database has it; 'exact' always scores stored vectors in the service. */
+  VECTOR_SEARCH: z.enum(['auto', 'exact']).default('auto'),
+  /** Background workers (document processing, re-embedding) per instance; 0 runs none (API-only instance). */
+  JOB_CONCURRENCY: z.coerce.number().int().min(0).max(32).default(2),
+  /** Optional external document-parsing service, checked by POST /knowledge-base/test-parser. */
+  PARSER_SERVICE_URL: z.string().url().optional(),
+  PARSER_SERVICE_KEY: z.string().optional(),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });
 

@@ -19,6 +19,7 @@ export function createContext(deps: AppDeps, req: IncomingMessage, requestId: st
     clientIp,
     authorization,
     responseHeaders: {},
+    response: {},
     signal,
     getCaller: () => (caller ??= resolveCaller(deps, authorization)),
   };

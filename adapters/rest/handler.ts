@@ -8,6 +8,8 @@ import { toClientError } from './errors.ts';
 import { legacyLookup, type LegacyRoute } from './legacy.ts';
 import { readMultipart } from './multipart.ts';
 import { buildRouteTable, type RestRoute } from './routes.ts';
+import { streamEvents } from './sse.ts';
+import { UPLOAD_LIMIT_BYTES } from '../../schema/plans.ts';
 
 type ProcedureFn = (input: unknown) => Promise<unknown>;
 
@@ -33,11 +35,15 @@ export function createRestHandler(options: RestHandlerOptions) {
   const procedureOf = (caller: unknown, route: RestRoute): ProcedureFn =>
     route.procedurePath.split('.').reduce<any>((node, key) => node[key], caller) as ProcedureFn;
 
-  async function readInput(req: IncomingMessage, route: RestRoute, url: URL, params: Record<string, string>) {
+  async function readInput(req: IncomingMessage, route: RestRoute, url: URL, params: Record<string, string>, ctx: Context) {
     const method = req.method ?? 'GET';
     let input: Record<string, unknown>;
     if (route.meta.multipart) {
-      input = await readMultipart(req, route.meta.multipart);
+      // Who is uploading decides the cap, and anonymous uploads are never read: the procedure answers 401.
+      const caller = await ctx.getCaller();
+      if (caller.kind !== 'owner') return { ...params };
+      const { fileField, maxBytes } = route.meta.multipart;
+      input = await readMultipart(req, { fileField, maxBytes: maxBytes === 'plan' ? UPLOAD_LIMIT_BYTES[caller.owner.plan] : maxBytes });
     } else if (method === 'GET' || method === 'HEAD') {
       input = Object.fromEntries(url.searchParams);
     } else {
@@ -70,15 +76,16 @@ export function createRestHandler(options: RestHandlerOptions) {
     const { route, params } = match;
     const flat = legacyTarget !== undefined || route.meta.flat === true;
     try {
-      const input = await readInput(req, route, url, params);
+      const input = await readInput(req, route, url, params, ctx);
       const output = await procedureOf(callerFactory(ctx), route)(input);
+      if (route.meta.sse) return await streamEvents(res, output as AsyncIterable<unknown>, ctx);
       if (route.meta.rawResponse) {
         const raw = output as { contentType: string; body: Uint8Array; cacheControl?: string };
         res.writeHead(200, { ...ctx.responseHeaders, 'Content-Type': raw.contentType, 'Content-Length': raw.body.byteLength, 'Cache-Control': raw.cacheControl ?? 'no-store', 'X-Content-Type-Options': 'nosniff' });
         res.end(method === 'HEAD' ? undefined : raw.body);
         return;
       }
-      sendJson(res, route.meta.successStatus ?? 200, successBody(output, flat), ctx.responseHeaders);
+      sendJson(res, ctx.response.status ?? route.meta.successStatus ?? 200, successBody(output, flat), ctx.responseHeaders);
     } catch (error) {
       const { appError, unexpected } = toClientError(error);
       if (unexpected) ctx.deps.errorReporter.capture(error instanceof Error && error.cause instanceof Error ? error.cause : error, { requestId: ctx.requestId, path: url.pathname, method });

@@ -8,7 +8,12 @@ export interface LegacyRoute {
   v1Path: string;
 }
 
-export const LEGACY_ROUTES: LegacyRoute[] = [];
+export const LEGACY_ROUTES: LegacyRoute[] = [
+  { method: 'POST', legacyPath: '/api/knowledge-base/upload', v1Path: '/api/v1/knowledge-base/documents' },
+  { method: 'GET', legacyPath: '/api/knowledge-base/documents', v1Path: '/api/v1/knowledge-base/documents' },
+  { method: 'POST', legacyPath: '/api/knowledge-base/query', v1Path: '/api/v1/knowledge-base/query' },
+  { method: 'GET', legacyPath: '/api/knowledge-base/collections/list', v1Path: '/api/v1/knowledge-base/collections' },
+];
 
 export function legacyLookup(table: LegacyRoute[]) {
   const byKey = new Map(table.map((r) => [`${r.method} ${r.legacyPath}`, r.v1Path]));

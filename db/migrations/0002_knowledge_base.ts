@@ -44,6 +44,7 @@ export async function up(db: Kysely<any>) {
     .addColumn('tools', 'jsonb', (c) => c.notNull().defaultTo(sql`'[]'::jsonb`))
     .addColumn('embedding_version', 'integer', (c) => c.notNull().defaultTo(1))
     .addColumn('serving_version', 'integer', (c) => c.notNull().defaultTo(1))
+    .addColumn('content_version', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { sql } from 'kysely';
+import { jsonb } from '../../db/json.ts';
 import { AppError } from '../../schema/errors.ts';
 import { timestamp, toIso } from '../../schema/common.ts';
 import { ownerProcedure, router } from '../trpc.ts';
@@ -21,7 +22,7 @@ export const cacheRouter = router({
       const now = new Date();
       await ctx.deps.database.db
         .insertInto('query_cache')
-        .values({ owner_id: ctx.owner.id, data: sql`cast(${serialized}::text as jsonb)`, size_bytes: sizeBytes, updated_at: now })
+        .values({ owner_id: ctx.owner.id, data: jsonb(input.data), size_bytes: sizeBytes, updated_at: now })
         .onConflict((oc) => oc.column('owner_id').doUpdateSet({ data: sql`excluded.data`, size_bytes: sizeBytes, updated_at: now }))
         .execute();
       return { saved: true as const, sizeBytes, updatedAt: now.toISOString() };

@@ -25,8 +25,29 @@ export interface RequestOptions {
   headers?: Record<string, string>;
 }
 
+export interface UploadOptions {
+  token?: string;
+  fileName: string;
+  contentType?: string;
+  bytes: Buffer | Uint8Array;
+  fields?: Record<string, string>;
+}
+
+/** A real multipart/form-data body, as a browser or curl -F sends it. */
+export function multipartBody(options: UploadOptions): { body: Buffer; contentType: string } {
+  const boundary = `----cis${Math.random().toString(16).slice(2)}`;
+  const parts: Buffer[] = [];
+  for (const [name, value] of Object.entries(options.fields ?? {})) {
+    parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
+  }
+  parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${options.fileName}"\r\nContent-Type: ${options.contentType ?? 'application/octet-stream'}\r\n\r\n`));
+  parts.push(Buffer.from(options.bytes), Buffer.from(`\r\n--${boundary}--\r\n`));
+  return { body: Buffer.concat(parts), contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
 export interface TestApp extends RunningApp {
   request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
+  upload(path: string, options: UploadOptions): Promise<TestResponse>;
   /** Signs up a fresh owner and returns its session token and id. */
   signUp(prefix?: string): Promise<{ token: string; ownerId: string; email: string }>;
   logs: string[];
@@ -108,6 +129,10 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     ...app,
     logs,
     request,
+    upload(path, options) {
+      const { body, contentType } = multipartBody(options);
+      return request('POST', path, { token: options.token, rawBody: body, headers: { 'content-type': contentType } });
+    },
     async signUp(prefix = 'owner') {
       const email = `${prefix}-${++counter}-${randomBytes(3).toString('hex')}@example.com`;
       const res = await request('POST', '/api/v1/auth/sign-up', { body: { email, password: 'correct horse battery' } });

@@ -65,6 +65,7 @@ describe('toClientError', () => {
       clientIp: '127.0.0.1',
       authorization: undefined,
       responseHeaders: {},
+      response: {},
       getCaller: async () => ({ kind: 'anonymous', reason: 'missing' }),
     };
     const caller = createCallerFactory(r)(ctx);

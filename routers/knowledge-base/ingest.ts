@@ -1,0 +1,131 @@
+import { randomUUID } from 'node:crypto';
+import { RecursiveCharacterTextSplitter } from '@langchain/textsplitters';
+import type { AppDeps } from '../context.ts';
+import type { DocumentStage } from '../../db/types.ts';
+import { extractDocument, ParseError, type ExtractedPage } from '../../adapters/parsers/extract.ts';
+import type { Job, JobContext } from '../../server/jobs/queue.ts';
+import { analyze, termFrequencies, type AnalyzerLanguage } from './text-analysis.ts';
+import { countTokens } from './tokens.ts';
+import { embedderFor } from './embedders.ts';
+import { hasVecColumn, insertVectors } from './vectors.ts';
+import { bumpContentVersion, findConfigById, findDocumentById } from './repository.ts';
+
+export interface IngestPayload {
+  documentId: string;
+  configId: string;
+}
+
+const EMBED_BATCH = 64;
+
+export interface PreparedChunk {
+  index: number;
+  page: number | null;
+  text: string;
+}
+
+/** Splits page by page so every chunk keeps the page it came from. */
+export async function splitPages(pages: ExtractedPage[], chunkSize: number, chunkOverlap: number): Promise<PreparedChunk[]> {
+  const splitter = new RecursiveCharacterTextSplitter({ chunkSize, chunkOverlap });
+  const chunks: PreparedChunk[] = [];
+  for (const page of pages) {
+    if (!page.text.trim()) continue;
+    for (const text of await splitter.splitText(page.text)) {
+      const trimmed = text.trim();
+      if (trimmed) chunks.push({ index: chunks.length, page: page.page, text: trimmed });
+    }
+  }
+  return chunks;
+}
+
+async function setStage(deps: AppDeps, documentId: string, stage: DocumentStage) {
+  await deps.database.db.updateTable('kb_documents').set({ stage, updated_at: new Date() }).where('id', '=', documentId).where('status', '=', 'processing').execute();
+}
+
+export async function failDocument(deps: AppDeps, documentId: string, reason: string) {
+  await deps.database.db
+    .updateTable('kb_documents')
+    .set({ status: 'failed', stage: 'failed', error: reason.slice(0, 1000), updated_at: new Date() })
+    .where('id', '=', documentId)
+    .where('status', '=', 'processing')
+    .execute();
+}
+
+/**
+ * upload -> extract -> split -> embed -> index -> completed. Idempotent: a retry after a crash rewrites the
+ * document's chunks inside the final transaction, so a half-finished attempt leaves nothing searchable.
+ */
+export async function ingestDocument(deps: AppDeps, job: Job<IngestPayload>, ctx: JobContext): Promise<void> {
+  const db = deps.database.db;
+  const doc = await findDocumentById(db, job.payload.documentId);
+  if (!doc || doc.status !== 'processing') return;
+  const config = await findConfigById(db, doc.config_id);
+  if (!config) return;
+  try {
+    await setStage(deps, doc.id, 'extracting');
+    const bytes = await deps.blobs.get(doc.blob_key);
+    const extracted = await extractDocument(doc.kind, bytes, { signal: ctx.signal });
+    const chunks = await splitPages(extracted.pages, config.chunk_size, config.chunk_overlap);
+    if (chunks.length === 0) throw new ParseError('The document contains no text');
+
+    await setStage(deps, doc.id, 'embedding');
+    const embedder = embedderFor(deps, config);
+    const vectors: Float32Array[] = [];
+    for (let i = 0; i < chunks.length; i += EMBED_BATCH) {
+      const batch = await embedder.embed(chunks.slice(i, i + EMBED_BATCH).map((c) => c.text), ctx.signal);
+      vectors.push(...batch.vectors);
+      await ctx.heartbeat();
+    }
+
+    await setStage(deps, doc.id, 'indexing');
+    const language = config.language as AnalyzerLanguage;
+    const withVec = deps.vectorSearch === 'pgvector' || (await hasVecColumn(db));
+    await db.transaction().execute(async (trx) => {
+      const current = await trx.selectFrom('kb_documents').select(['status']).where('id', '=', doc.id).forUpdate().executeTakeFirst();
+      if (current?.status !== 'processing') return;
+      await trx.deleteFrom('kb_chunks').where('document_id', '=', doc.id).execute();
+      const rows = chunks.map((chunk) => {
+        const terms = analyze(chunk.text, language);
+        return { id: randomUUID(), chunk, terms };
+      });
+      for (let i = 0; i < rows.length; i += 500) {
+        await trx
+          .insertInto('kb_chunks')
+          .values(
+            rows.slice(i, i + 500).map(({ id, chunk, terms }) => ({
+              id,
+              document_id: doc.id,
+              config_id: config.id,
+              chunk_index: chunk.index,
+              page: chunk.page,
+              text: chunk.text,
+              term_count: terms.length,
+              token_count: countTokens(chunk.text),
+            })),
+          )
+          .execute();
+      }
+      const postings = rows.flatMap(({ id, terms }) => [...termFrequencies(terms)].map(([term, tf]) => ({ config_id: config.id, term, chunk_id: id, tf })));
+      for (let i = 0; i < postings.length; i += 2000) await trx.insertInto('kb_postings').values(postings.slice(i, i + 2000)).execute();
+      // The embedding version may have moved on while we worked; those chunks are picked up by re-embedding.
+      const versionRow = await trx.selectFrom('kb_configs').select(['serving_version', 'embedding_version']).where('id', '=', config.id).executeTakeFirstOrThrow();
+      if (versionRow.serving_version === config.serving_version) {
+        await insertVectors(trx, rows.map(({ id }, i) => ({ chunkId: id, configId: config.id, version: config.serving_version, vector: vectors[i]! })), withVec);
+      }
+      await trx
+        .updateTable('kb_documents')
+        .set({ status: 'completed', stage: 'searchable', error: null, page_count: extracted.pageCount, chunk_count: chunks.length, updated_at: new Date() })
+        .where('id', '=', doc.id)
+        .execute();
+      await bumpContentVersion(trx, config.id);
+    });
+  } catch (error) {
+    if (error instanceof ParseError) {
+      await failDocument(deps, doc.id, error.reason);
+      return;
+    }
+    if (job.attempts >= job.maxAttempts) {
+      await failDocument(deps, doc.id, `Processing failed after ${job.attempts} attempts: ${(error as Error).message}`);
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,19 @@
+/**
+ * Token counting for budgets, usage accounting and embedding fallbacks.
+ *
+ * Encoding: o200k_base — the default encoding of gpt-tokenizer's main export
+ * (GPT-4o / GPT-4.1 / GPT-5 family). For cl100k models (text-embedding-3-*,
+ * GPT-4, GPT-3.5) counts differ by a few percent; this is an estimate, used
+ * where the provider does not report usage itself.
+ */
+import { countTokens as countO200kTokens } from 'gpt-tokenizer';
+
+// User text is plain text: a literal '<|endoftext|>' in a document must be
+// counted as the characters it is, not rejected (gpt-tokenizer's default is
+// to throw on special tokens) nor counted as one special token.
+const PLAIN_TEXT = { disallowedSpecial: new Set<string>() };
+
+export function countTokens(text: string): number {
+  if (text === '') return 0;
+  return countO200kTokens(text, PLAIN_TEXT);
+}

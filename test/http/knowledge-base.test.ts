@@ -1,0 +1,271 @@
+import { readdirSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp, type TestResponse } from '../helpers/test-app.ts';
+import { makeDocx, makeImageOnlyPdf, makePdf } from '../helpers/documents.ts';
+
+let app: TestApp;
+let a: { token: string; ownerId: string };
+let b: { token: string; ownerId: string };
+let configId: string;
+
+async function waitForDocuments(token: string, config: string, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await app.request('GET', `/api/v1/knowledge-base/documents?configId=${config}`, { token });
+    const docs = res.body.data.documents as Array<{ status: string }>;
+    if (docs.every((d) => d.status !== 'processing')) return res.body.data.documents as Array<Record<string, any>>;
+    if (Date.now() > deadline) throw new Error(`documents still processing: ${JSON.stringify(docs)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const upload = (token: string, config: string, fileName: string, bytes: Buffer, contentType = 'application/octet-stream') =>
+  app.upload('/api/v1/knowledge-base/documents', { token, fileName, bytes, contentType, fields: { configId: config } });
+
+function parseSse(res: TestResponse) {
+  const lines = res.text.split('\n').filter((l) => l.startsWith('data: '));
+  return lines.map((l) => l.slice(6)).map((d) => (d === '[DONE]' ? d : JSON.parse(d)));
+}
+
+beforeAll(async () => {
+  app = await startTestApp({ RATE_LIMIT_UPLOAD: '1000' });
+  a = await app.signUp('kb-a');
+  b = await app.signUp('kb-b');
+  const res = await app.request('POST', '/api/v1/knowledge-base/configs', { token: a.token, body: { name: 'Product docs', temperature: '0.3', maxTokens: 500, chunkSize: 400, chunkOverlap: 50 } });
+  expect(res.status).toBe(201);
+  configId = res.body.data.config.id;
+});
+afterAll(() => app?.stop());
+
+describe('knowledge-base configurations', () => {
+  it('creates with defaults and accepts temperature as a numeric string', async () => {
+    const res = await app.request('GET', `/api/v1/knowledge-base/configs/${configId}`, { token: a.token });
+    expect(res.body.data.config).toMatchObject({
+      name: 'Product docs', temperature: 0.3, maxTokens: 500, chunkSize: 400, chunkOverlap: 50, retrievalDepth: 5, language: 'en', llm: null,
+      embedding: { provider: 'local', model: 'local-hash-v1', dimensions: 384, hasApiKey: false },
+      memory: { enabled: true, maxMessages: 10 }, tools: [],
+    });
+  });
+
+  it('validates temperature, maxTokens and chunk sizes, naming the field', async () => {
+    for (const [body, field] of [[{ temperature: 2.5 }, 'temperature'], [{ temperature: 'hot' }, 'temperature'], [{ maxTokens: 0 }, 'maxTokens'], [{ chunkSize: 200, chunkOverlap: 150 }, 'chunkOverlap'], [{ embedding: { provider: 'openai', baseUrl: 'http://10.0.0.1/v1', model: 'x' } }, 'embedding']] as const) {
+      const res = await app.request('POST', '/api/v1/knowledge-base/configs', { token: a.token, body });
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.error.details).toContain(field);
+    }
+    const patch = await app.request('PATCH', `/api/v1/knowledge-base/configs/${configId}`, { token: a.token, body: { temperature: '1.5', maxTokens: '800' } });
+    expect(patch.status).toBe(200);
+    expect(patch.body.data.config).toMatchObject({ temperature: 1.5, maxTokens: 800 });
+    expect((await app.request('PATCH', `/api/v1/knowledge-base/configs/${configId}`, { token: a.token, body: { temperature: -0.1 } })).status).toBe(400);
+  });
+
+  it('another owner gets a 404 whose message says the configuration was not found', async () => {
+    for (const [method, path, body] of [
+      ['GET', `/api/v1/knowledge-base/configs/${configId}`],
+      ['PATCH', `/api/v1/knowledge-base/configs/${configId}`, { name: 'mine' }],
+      ['DELETE', `/api/v1/knowledge-base/configs/${configId}`],
+      ['GET', `/api/v1/knowledge-base/configs/${configId}/tools`],
+      ['GET', `/api/v1/knowledge-base/configs/${configId}/memory`],
+      ['GET', `/api/v1/knowledge-base/documents?configId=${configId}`],
+      ['POST', '/api/v1/knowledge-base/query', { query: 'x', configId }],
+    ] as const) {
+      const res = await app.request(method, path, { token: b.token, body });
+      expect(res.status, `${method} ${path}`).toBe(404);
+      expect(res.body.error.message).toBe('Knowledge base configuration not found');
+    }
+    expect((await app.request('GET', '/api/v1/knowledge-base/configs', { token: b.token })).body.data.count).toBe(0);
+    expect((await app.request('GET', '/api/v1/knowledge-base/configs')).status).toBe(401);
+  });
+
+  it('tools are validated against the registry; memory settings come through PATCH', async () => {
+    const tools = await app.request('GET', `/api/v1/knowledge-base/configs/${configId}/tools`, { token: a.token });
+    expect(tools.body.data.available.map((t: { name: string }) => t.name)).toEqual(['lead_capture', 'book_slot']);
+    const bad = await app.request('PATCH', `/api/v1/knowledge-base/configs/${configId}/tools`, { token: a.token, body: { tools: [{ name: 'rm_rf', enabled: true }] } });
+    expect(bad.status).toBe(400);
+    const badConfig = await app.request('PATCH', `/api/v1/knowledge-base/configs/${configId}/tools`, { token: a.token, body: { tools: [{ name: 'book_slot', enabled: true, config: { durationMinutes: 1 } }] } });
+    expect(badConfig.status).toBe(400);
+    expect(badConfig.body.error.details).toContain('durationMinutes');
+    const ok = await app.request('PATCH', `/api/v1/knowledge-base/configs/${configId}/tools`, { token: a.token, body: { tools: [{ name: 'lead_capture', enabled: true }, { name: 'book_slot', enabled: false, config: { durationMinutes: 45 } }] } });
+    expect(ok.status).toBe(200);
+    expect(ok.body.data.tools[0]).toMatchObject({ name: 'lead_capture', enabled: true, config: { fields: expect.arrayContaining([expect.objectContaining({ name: 'email' })]) } });
+    expect(ok.body.data.tools[1].config).toMatchObject({ durationMinutes: 45, timezone: 'UTC' });
+
+    await app.request('PATCH', `/api/v1/knowledge-base/configs/${configId}`, { token: a.token, body: { memory: { maxMessages: 4 } } });
+    const memory = await app.request('GET', `/api/v1/knowledge-base/configs/${configId}/memory`, { token: a.token });
+    expect(memory.body.data).toEqual({ configId, memory: { enabled: true, maxMessages: 4 } });
+  });
+});
+
+describe('documents: upload, processing, failures', () => {
+  it('ingests all four formats to completed, with page and chunk counts', async () => {
+    const pdf = await makePdf([
+      ['Solar panels convert sunlight into electricity.', 'Photovoltaic cells use silicon semiconductors.'],
+      ['The warranty for panels lasts twenty five years.', 'Inverters usually need replacement after ten years.'],
+      ['Battery storage keeps energy for the night.'],
+    ]);
+    const docx = await makeDocx('Pricing guide', ['Installation costs depend on roof size.'], [['Plan', 'Price'], ['Basic', '4000 EUR'], ['Premium', '9000 EUR']]);
+    const uploads = await Promise.all([
+      upload(a.token, configId, 'solar.pdf', pdf, 'application/pdf'),
+      upload(a.token, configId, 'pricing.docx', docx),
+      upload(a.token, configId, 'faq.md', Buffer.from('# Frequently asked questions\n\n## Cleaning\n\nRinse the panels with **plain water** twice a year.\n')),
+      upload(a.token, configId, 'notes.txt', Buffer.from('Heat pumps move heat from outside air into the house.\nThey are efficient in mild climates.\n')),
+    ]);
+    for (const res of uploads) {
+      expect(res.status, res.text).toBe(201);
+      expect(res.body.data.document.status).toBe('processing');
+      expect(res.body.data.duplicate).toBe(false);
+    }
+    const docs = await waitForDocuments(a.token, configId);
+    const byName = Object.fromEntries(docs.map((d) => [d.fileName, d]));
+    expect(byName['solar.pdf']).toMatchObject({ status: 'completed', stage: 'searchable', kind: 'pdf', pageCount: 3, error: null });
+    expect(byName['pricing.docx']).toMatchObject({ status: 'completed', kind: 'docx' });
+    expect(byName['faq.md']).toMatchObject({ status: 'completed', kind: 'md' });
+    expect(byName['notes.txt']).toMatchObject({ status: 'completed', kind: 'txt' });
+    for (const d of docs) expect(d.chunkCount).toBeGreaterThan(0);
+  });
+
+  it('re-uploading identical content returns the existing document (200, duplicate)', async () => {
+    const again = await upload(a.token, configId, 'notes-copy.txt', Buffer.from('Heat pumps move heat from outside air into the house.\nThey are efficient in mild climates.\n'));
+    expect(again.status).toBe(200);
+    expect(again.body.data).toMatchObject({ duplicate: true, document: { fileName: 'notes.txt' } });
+  });
+
+  it('refuses mislabelled, non-UTF-8 and oversized files, and fails scanned PDFs with a reason', async () => {
+    const docx = await makeDocx('x', ['y'], [['a']]);
+    const mislabelled = await upload(a.token, configId, 'report.pdf', docx, 'application/pdf');
+    expect(mislabelled.status).toBe(415);
+    expect(mislabelled.body.error.details).toMatch(/zip|word/i);
+    const latin1 = await upload(a.token, configId, 'latin.txt', Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x0a]));
+    expect(latin1.status).toBe(415);
+    expect(latin1.body.error.details).toMatch(/UTF-8/);
+    const big = await upload(a.token, configId, 'big.txt', Buffer.alloc(10 * 1024 * 1024 + 10, 0x61));
+    expect(big.status).toBe(413);
+    expect(big.body.error.code).toBe('PAYLOAD_TOO_LARGE');
+    const noFile = await app.upload('/api/v1/knowledge-base/documents', { token: a.token, fileName: 'x.txt', bytes: Buffer.from('hi'), fields: {} });
+    expect(noFile.status).toBe(400);
+
+    const scanned = await upload(a.token, configId, 'scan.pdf', await makeImageOnlyPdf(), 'application/pdf');
+    expect(scanned.status).toBe(201);
+    const docs = await waitForDocuments(a.token, configId);
+    const failed = docs.find((d) => d.fileName === 'scan.pdf')!;
+    expect(failed).toMatchObject({ status: 'failed', stage: 'failed' });
+    expect(failed.error).toMatch(/no text layer/i);
+    const leftovers = readdirSync(join(app.deps.config.DATA_DIR, 'blobs', configId)).filter((f) => f.endsWith('.partial'));
+    expect(leftovers).toEqual([]);
+  });
+
+  it('uploads are owner-scoped and anonymous uploads are refused before the body is read', async () => {
+    expect((await upload(b.token, configId, 'x.txt', Buffer.from('hello'))).status).toBe(404);
+    expect((await app.upload('/api/v1/knowledge-base/documents', { fileName: 'x.txt', bytes: Buffer.from('hello'), fields: { configId } })).status).toBe(401);
+  });
+});
+
+describe('query, stream, collections', () => {
+  it('answers with cited sources, scores and usage (extractive without a language model)', async () => {
+    const res = await app.request('POST', '/api/v1/knowledge-base/query', { token: a.token, body: { query: 'How long does the panel warranty last?', configId } });
+    expect(res.status).toBe(200);
+    const { answer, sources, usage } = res.body.data;
+    expect(sources.length).toBeGreaterThan(0);
+    expect(sources[0].metadata.fileName).toBe('solar.pdf');
+    expect(sources[0].page).toBe(2);
+    expect(sources[0].score).toBeGreaterThan(0);
+    expect(sources[0].score).toBeLessThanOrEqual(1);
+    expect(answer).toContain('twenty five years');
+    expect(usage.totalTokens).toBe(usage.promptTokens + usage.completionTokens);
+    expect(usage.completionTokens).toBeGreaterThan(0);
+
+    const table = await app.request('POST', '/api/v1/knowledge-base/query', { token: a.token, body: { query: 'price of the premium plan', configId } });
+    expect(table.body.data.sources[0].metadata.fileName).toBe('pricing.docx');
+    expect(table.body.data.sources[0].text).toContain('9000 EUR');
+
+    const nothing = await app.request('POST', '/api/v1/knowledge-base/query', { token: a.token, body: { query: 'zebra migration patterns in serengeti', configId } });
+    expect(nothing.body.data.answer).toMatch(/could not find/i);
+  });
+
+  it('streams sources, deltas, a complete event and [DONE]; errors before the first byte are envelopes', async () => {
+    const res = await app.request('POST', '/api/v1/knowledge-base/query/stream', { token: a.token, body: { query: 'How do I clean the panels?', configId } });
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toContain('text/event-stream');
+    const events = parseSse(res);
+    expect(events.at(-1)).toBe('[DONE]');
+    expect(events[0].type).toBe('sources');
+    const complete = events.find((e) => e !== '[DONE]' && e.type === 'complete');
+    expect(complete.answer).toContain('plain water');
+    const deltas = events.filter((e) => e !== '[DONE]' && e.type === 'delta').map((e) => e.text).join('');
+    expect(deltas).toBe(complete.answer);
+    expect(complete.sources[0].metadata.fileName).toBe('faq.md');
+
+    const missing = await app.request('POST', '/api/v1/knowledge-base/query/stream', { token: b.token, body: { query: 'x', configId } });
+    expect(missing.status).toBe(404);
+    expect(missing.headers['content-type']).toContain('application/json');
+    const invalid = await app.request('POST', '/api/v1/knowledge-base/query/stream', { token: a.token, body: { configId } });
+    expect(invalid.status).toBe(400);
+  });
+
+  it('lists one collection per configuration', async () => {
+    const res = await app.request('GET', '/api/v1/knowledge-base/collections', { token: a.token });
+    const collection = res.body.data.collections.find((c: { configId: string }) => c.configId === configId);
+    expect(collection).toMatchObject({ dimensions: 384, embeddingModel: 'local-hash-v1', servingVersion: 1, reembedding: false });
+    expect(collection.vectorCount).toBeGreaterThan(4);
+    expect((await app.request('GET', '/api/v1/knowledge-base/collections', { token: b.token })).body.data.count).toBe(0);
+  });
+
+  it('the older unversioned paths answer with the flat shape', async () => {
+    const docs = await app.request('GET', `/api/knowledge-base/documents?configId=${configId}`, { token: a.token });
+    expect(docs.body.success).toBe(true);
+    expect(docs.body.data).toBeUndefined();
+    expect(docs.body.count).toBe(docs.body.documents.length);
+    const query = await app.request('POST', '/api/knowledge-base/query', { token: a.token, body: { query: 'warranty', configId } });
+    expect(query.body.answer).toBeDefined();
+    expect(query.body.sources.length).toBeGreaterThan(0);
+    const collections = await app.request('GET', '/api/knowledge-base/collections/list', { token: a.token });
+    expect(collections.body.collections.length).toBeGreaterThan(0);
+    const uploaded = await app.upload('/api/knowledge-base/upload', { token: a.token, fileName: 'legacy.txt', bytes: Buffer.from('Legacy upload path works for wind turbines.'), fields: { configId } });
+    expect(uploaded.status).toBe(201);
+    expect(uploaded.body.document.fileName).toBe('legacy.txt');
+  });
+
+  it('reports health and checks the built-in parsers', async () => {
+    const health = await app.request('GET', '/api/v1/knowledge-base/health', { token: a.token });
+    expect(health.status).toBe(200);
+    expect(health.body.data).toMatchObject({ status: 'ok', database: { status: 'up' }, parser: { status: 'ok' } });
+    expect(['pgvector', 'exact']).toContain(health.body.data.vectorSearch.mode);
+    expect(health.body.data.queue).toMatchObject({ queued: expect.any(Number), dead: expect.any(Number) });
+    const parser = await app.request('POST', '/api/v1/knowledge-base/test-parser', { token: a.token });
+    expect(parser.body.data).toMatchObject({ mode: 'built-in', ok: true });
+    expect(parser.body.data.results.map((r: { kind: string }) => r.kind).sort()).toEqual(['docx', 'md', 'pdf', 'txt']);
+  });
+});
+
+describe('deleting', () => {
+  it('deletes one document, bulk-deletes counting only owned ids, and deleting a configuration removes everything', async () => {
+    const res = await app.request('POST', '/api/v1/knowledge-base/configs', { token: a.token, body: { name: 'Scratch' } });
+    const scratch = res.body.data.config.id as string;
+    const ids: string[] = [];
+    for (const text of ['alpha one', 'beta two', 'gamma three']) ids.push((await upload(a.token, scratch, `${text}.txt`, Buffer.from(`${text} content here`))).body.data.document.id);
+    await waitForDocuments(a.token, scratch);
+
+    expect((await app.request('DELETE', `/api/v1/knowledge-base/documents/${ids[0]}`, { token: b.token })).status).toBe(404);
+    expect((await app.request('DELETE', `/api/v1/knowledge-base/documents/${ids[0]}`, { token: a.token })).body.data).toEqual({ deleted: true, id: ids[0] });
+    const bulkB = await app.request('POST', '/api/v1/knowledge-base/documents/bulk-delete', { token: b.token, body: { documentIds: [ids[1]] } });
+    expect(bulkB.body.data.deleted).toBe(0);
+    expect((await app.request('POST', '/api/v1/knowledge-base/documents/bulk-delete', { token: a.token, body: { documentIds: [] } })).status).toBe(400);
+    expect((await app.request('POST', '/api/v1/knowledge-base/documents/bulk-delete', { token: a.token, body: { documentIds: Array.from({ length: 101 }, () => ids[1]) } })).status).toBe(400);
+    const bulk = await app.request('POST', '/api/v1/knowledge-base/documents/bulk-delete', { token: a.token, body: { documentIds: [ids[1], 'not-an-id', '00000000-0000-0000-0000-000000000000'] } });
+    expect(bulk.body.data.deleted).toBe(1);
+
+    await upload(a.token, scratch, 'pending.txt', Buffer.from('queued but deleted soon'));
+    const del = await app.request('DELETE', `/api/v1/knowledge-base/configs/${scratch}`, { token: a.token });
+    expect(del.status).toBe(200);
+    const db = app.deps.database.db;
+    expect(await db.selectFrom('kb_documents').select('id').where('config_id', '=', scratch).execute()).toEqual([]);
+    expect(await db.selectFrom('kb_chunks').select('id').where('config_id', '=', scratch).execute()).toEqual([]);
+    expect(await db.selectFrom('kb_vectors').select('chunk_id').where('config_id', '=', scratch).execute()).toEqual([]);
+    expect(await db.selectFrom('kb_postings').select('chunk_id').where('config_id', '=', scratch).execute()).toEqual([]);
+    const jobs = await db.selectFrom('jobs').select(['id', 'payload']).where('status', 'in', ['queued', 'running']).execute();
+    expect(jobs.filter((j) => JSON.stringify(j.payload).includes(scratch))).toEqual([]);
+    expect(existsSync(join(app.deps.config.DATA_DIR, 'blobs', scratch))).toBe(false);
+    expect((await app.request('GET', `/api/v1/knowledge-base/configs/${scratch}`, { token: a.token })).status).toBe(404);
+  });
+});
