@@ -3,7 +3,7 @@ import type { DB } from '../../db/types.ts';
 import type { AppDeps } from '../context.ts';
 import { analyze, termFrequencies, type AnalyzerLanguage } from './text-analysis.ts';
 import { embedderFor } from './embedders.ts';
-import { searchVectors } from './vectors.ts';
+import { isZeroVector, searchVectors } from './vectors.ts';
 import type { KbConfigRow } from './repository.ts';
 
 // BM25 with Anserini's defaults (the settings behind BM25's published BEIR figures); the same formula as
@@ -74,7 +74,7 @@ export async function retrieve(deps: AppDeps, config: KbConfigRow, query: string
   if (mode !== 'lexical') {
     const embedded = await embedderFor(deps, config).embed([query], options.signal);
     embeddingTokens = embedded.promptTokens;
-    vector = await searchVectors(db, deps.vectorSearch, {
+    if (!isZeroVector(embedded.vectors[0]!)) vector = await searchVectors(db, deps.vectorSearch, {
       configId: config.id,
       version: config.serving_version,
       contentVersion: config.content_version,

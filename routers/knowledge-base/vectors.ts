@@ -21,7 +21,11 @@ const arrayLiteral = (v: Float32Array | number[]) => `{${Array.from(v).join(',')
 const vectorLiteral = (v: Float32Array | number[]) => `[${Array.from(v).join(',')}]`;
 
 /** Writes vectors of one embedding version. With pgvector present, the `vec` copy is filled too. */
-export async function insertVectors(db: Kysely<DB> | Transaction<DB>, rows: Array<{ chunkId: string; configId: string; version: number; vector: Float32Array }>, withVec: boolean) {
+export const isZeroVector = (v: Float32Array) => v.every((x) => x === 0);
+
+export async function insertVectors(db: Kysely<DB> | Transaction<DB>, allRows: Array<{ chunkId: string; configId: string; version: number; vector: Float32Array }>, withVec: boolean) {
+  // A text with no letters or digits embeds to zero: it has no direction, so it gets no vector (lexical only).
+  const rows = allRows.filter((r) => !isZeroVector(r.vector));
   for (let i = 0; i < rows.length; i += 200) {
     const batch = rows.slice(i, i + 200);
     const values = batch.map((r) =>
