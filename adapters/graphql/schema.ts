@@ -9,6 +9,9 @@ type Caller = ReturnType<AppRouter['createCaller']>;
 type Owner = Awaited<ReturnType<Caller['auth']['me']>>['owner'];
 type ChatInterface = Awaited<ReturnType<Caller['chatInterfaces']['list']>>['chatInterfaces'][number];
 type ApiKey = Awaited<ReturnType<Caller['apiKeys']['list']>>['apiKeys'][number];
+type KnowledgeBase = Awaited<ReturnType<Caller['knowledgeBase']['configs']['list']>>['configs'][number];
+type KbDocument = Awaited<ReturnType<Caller['knowledgeBase']['documents']['list']>>['documents'][number];
+type KbCollection = Awaited<ReturnType<Caller['knowledgeBase']['ask']['collections']>>['collections'][number];
 
 /**
  * GraphQL for dashboards and reporting tools. Every resolver calls the same tRPC procedure the REST
@@ -84,6 +87,66 @@ export function buildGraphqlSchema(router: AnyRouter) {
     }),
   });
 
+  const KbDocumentRef = builder.objectRef<KbDocument>('KnowledgeBaseDocument').implement({
+    fields: (t) => ({
+      id: t.exposeID('id'),
+      configId: t.exposeID('configId'),
+      fileName: t.exposeString('fileName'),
+      kind: t.exposeString('kind'),
+      sizeBytes: t.exposeInt('sizeBytes'),
+      status: t.exposeString('status', { description: 'processing, completed or failed' }),
+      stage: t.exposeString('stage'),
+      error: t.exposeString('error', { nullable: true }),
+      pageCount: t.exposeInt('pageCount', { nullable: true }),
+      chunkCount: t.exposeInt('chunkCount'),
+      createdAt: t.field({ type: 'DateTime', resolve: (d) => d.createdAt }),
+      updatedAt: t.field({ type: 'DateTime', resolve: (d) => d.updatedAt }),
+    }),
+  });
+
+  const KbCollectionRef = builder.objectRef<KbCollection>('VectorCollection').implement({
+    fields: (t) => ({
+      name: t.exposeString('name'),
+      configId: t.exposeID('configId'),
+      vectorCount: t.exposeInt('vectorCount'),
+      dimensions: t.exposeInt('dimensions'),
+      embeddingModel: t.exposeString('embeddingModel'),
+      indexKind: t.exposeString('indexKind'),
+      reembedding: t.exposeBoolean('reembedding'),
+    }),
+  });
+
+  const KnowledgeBaseRef = builder.objectRef<KnowledgeBase>('KnowledgeBase').implement({
+    fields: (t) => ({
+      id: t.exposeID('id'),
+      name: t.exposeString('name'),
+      temperature: t.exposeFloat('temperature'),
+      maxTokens: t.exposeInt('maxTokens'),
+      chunkSize: t.exposeInt('chunkSize'),
+      chunkOverlap: t.exposeInt('chunkOverlap'),
+      retrievalDepth: t.exposeInt('retrievalDepth'),
+      language: t.exposeString('language'),
+      embeddingModel: t.string({ resolve: (kb) => kb.embedding.model }),
+      languageModel: t.string({ nullable: true, resolve: (kb) => kb.llm?.model ?? null }),
+      reembedding: t.boolean({ resolve: (kb) => kb.embeddingStatus.reembedding }),
+      createdAt: t.field({ type: 'DateTime', resolve: (kb) => kb.createdAt }),
+      documents: t.field({
+        type: [KbDocumentRef],
+        resolve: async (kb, _args, ctx) => (await call(ctx, (c) => c.knowledgeBase.documents.list({ configId: kb.id }))).documents,
+      }),
+      documentCounts: t.field({
+        type: builder.objectRef<{ processing: number; completed: number; failed: number }>('DocumentCounts').implement({
+          fields: (f) => ({ processing: f.exposeInt('processing'), completed: f.exposeInt('completed'), failed: f.exposeInt('failed') }),
+        }),
+        resolve: async (kb, _args, ctx) => {
+          const { documents } = await call(ctx, (c) => c.knowledgeBase.documents.list({ configId: kb.id }));
+          const count = (status: string) => documents.filter((d) => d.status === status).length;
+          return { processing: count('processing'), completed: count('completed'), failed: count('failed') };
+        },
+      }),
+    }),
+  });
+
   builder.queryType({
     fields: (t) => ({
       me: t.field({ type: OwnerRef, resolve: async (_root, _args, ctx) => (await call(ctx, (c) => c.auth.me())).owner }),
@@ -94,6 +157,18 @@ export function buildGraphqlSchema(router: AnyRouter) {
         resolve: async (_root, args, ctx) => (await call(ctx, (c) => c.chatInterfaces.get({ id: String(args.id) }))).chatInterface,
       }),
       apiKeys: t.field({ type: [ApiKeyRef], resolve: async (_root, _args, ctx) => (await call(ctx, (c) => c.apiKeys.list())).apiKeys }),
+      knowledgeBases: t.field({ type: [KnowledgeBaseRef], resolve: async (_root, _args, ctx) => (await call(ctx, (c) => c.knowledgeBase.configs.list())).configs }),
+      knowledgeBase: t.field({
+        type: KnowledgeBaseRef,
+        args: { id: t.arg.id({ required: true }) },
+        resolve: async (_root, args, ctx) => (await call(ctx, (c) => c.knowledgeBase.configs.get({ id: String(args.id) }))).config,
+      }),
+      documents: t.field({
+        type: [KbDocumentRef],
+        args: { configId: t.arg.id({ required: true }) },
+        resolve: async (_root, args, ctx) => (await call(ctx, (c) => c.knowledgeBase.documents.list({ configId: String(args.configId) }))).documents,
+      }),
+      collections: t.field({ type: [KbCollectionRef], resolve: async (_root, _args, ctx) => (await call(ctx, (c) => c.knowledgeBase.ask.collections())).collections }),
     }),
   });
 

@@ -269,3 +269,79 @@ describe('deleting', () => {
     expect((await app.request('GET', `/api/v1/knowledge-base/configs/${scratch}`, { token: a.token })).status).toBe(404);
   });
 });
+
+describe('GraphQL, vector paths, hostile files, limits', () => {
+  it('GraphQL shows knowledge bases, documents with status, and collections (same procedures, same isolation)', async () => {
+    const query = `{ knowledgeBases { id name embeddingModel documentCounts { completed failed processing } documents { fileName status chunkCount } } collections { configId vectorCount dimensions } }`;
+    const res = await app.request('POST', '/graphql', { token: a.token, body: { query } });
+    expect(res.status).toBe(200);
+    const kb = res.body.data.knowledgeBases.find((k: { id: string }) => k.id === configId);
+    expect(kb.embeddingModel).toBe('local-hash-v1');
+    expect(kb.documentCounts.completed).toBeGreaterThanOrEqual(4);
+    expect(kb.documentCounts.failed).toBeGreaterThanOrEqual(1);
+    expect(kb.documents.find((d: { fileName: string }) => d.fileName === 'solar.pdf').status).toBe('completed');
+    expect(res.body.data.collections.find((c: { configId: string }) => c.configId === configId).dimensions).toBe(384);
+    const other = await app.request('POST', '/graphql', { token: b.token, body: { query: `{ documents(configId: "${configId}") { id } }` } });
+    expect(other.body.errors[0].extensions.code).toBe('NOT_FOUND');
+    expect(other.body.errors[0].message).toBe('Knowledge base configuration not found');
+  });
+
+  it('pgvector and exact scoring return the same chunks on the same data', async () => {
+    const { searchVectors } = await import('../../routers/knowledge-base/vectors.ts');
+    const { embedderFor } = await import('../../routers/knowledge-base/embedders.ts');
+    const { findConfigById } = await import('../../routers/knowledge-base/repository.ts');
+    const db = app.deps.database.db;
+    const config = (await findConfigById(db, configId))!;
+    for (const question of ['warranty of solar panels', 'premium plan price', 'heat pumps in mild climates']) {
+      const { vectors } = await embedderFor(app.deps, config).embed([question]);
+      const params = { configId, version: config.serving_version, contentVersion: config.content_version, query: vectors[0]!, limit: 8 };
+      const exact = await searchVectors(db, 'exact', params);
+      expect(exact.length).toBeGreaterThan(0);
+      if (app.deps.vectorSearch === 'pgvector') {
+        const pg = await searchVectors(db, 'pgvector', params);
+        expect(pg.map((h) => h.chunkId)).toEqual(exact.map((h) => h.chunkId));
+        pg.forEach((h, i) => expect(h.similarity).toBeCloseTo(exact[i]!.similarity, 4));
+      } else {
+        expect(app.deps.database.kind).toBe('postgres');
+      }
+    }
+  });
+
+  it('a DOCX zip bomb fails the document; the service keeps serving', async () => {
+    const { zipSync } = await import('fflate');
+    const bomb = Buffer.from(
+      zipSync({ '[Content_Types].xml': new TextEncoder().encode('<Types/>'), 'word/document.xml': new TextEncoder().encode('<w:document/>'), 'word/media/zeros.bin': new Uint8Array(200 * 1024 * 1024) }, { level: 9 }),
+    );
+    expect(bomb.length).toBeLessThan(2 * 1024 * 1024);
+    const res = await upload(a.token, configId, 'bomb.docx', bomb);
+    expect(res.status).toBe(201);
+    const docs = await waitForDocuments(a.token, configId);
+    const failed = docs.find((d) => d.fileName === 'bomb.docx')!;
+    expect(failed.status).toBe('failed');
+    expect(failed.error).toMatch(/zip bomb/i);
+    expect((await app.request('GET', '/api/v1/health/hosting')).status).toBe(200);
+  });
+
+  it('uploads are limited to 10 per minute, queries to 60, with the headers', async () => {
+    const limited = await startTestApp();
+    try {
+      const owner = await limited.signUp('limits');
+      const config = (await limited.request('POST', '/api/v1/knowledge-base/configs', { token: owner.token, body: {} })).body.data.config.id;
+      const statuses: number[] = [];
+      for (let i = 0; i < 11; i++) {
+        const res = await limited.upload('/api/v1/knowledge-base/documents', { token: owner.token, fileName: `n${i}.txt`, bytes: Buffer.from(`note number ${i}`), fields: { configId: config } });
+        statuses.push(res.status);
+        if (i === 10) {
+          expect(res.headers['x-ratelimit-limit']).toBe('10');
+          expect(res.headers['retry-after']).toBeDefined();
+        }
+      }
+      expect(statuses.filter((s) => s === 201)).toHaveLength(10);
+      expect(statuses[10]).toBe(429);
+      const q = await limited.request('POST', '/api/v1/knowledge-base/query', { token: owner.token, body: { query: 'note', configId: config } });
+      expect(q.headers['x-ratelimit-limit']).toBe('60');
+    } finally {
+      await limited.stop();
+    }
+  });
+});

@@ -1,0 +1,114 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { httpsCall, type RequestOptions, type TestResponse } from './test-app.ts';
+
+/**
+ * The real service as a child process, started the way `npm start` does (tsx's CLI on server/main.ts).
+ *
+ * The tsx CLI runs the server in a second Node process and relays signals to it. A SIGKILL cannot be relayed, so
+ * the child is started in its own process group and {@link ChildServer.crash} SIGKILLs the whole group: both
+ * processes die at once, as in an OOM kill, and nothing keeps the data directory open behind the test's back.
+ */
+export interface ChildServer {
+  /** https://127.0.0.1:<port> */
+  url: string;
+  pid: number;
+  /** Everything the child wrote to stdout and stderr so far (JSON log lines). */
+  output(): string;
+  request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
+  /** SIGKILL to the whole process group; resolves when the child has exited and no process of the group is left. */
+  crash(): Promise<void>;
+  /** SIGTERM (graceful shutdown); resolves with the exit code, SIGKILLs the group after `timeoutMs`. */
+  stop(timeoutMs?: number): Promise<number | null>;
+  /** True while the child (tsx CLI) has not exited. */
+  running(): boolean;
+}
+
+export interface ChildServerOptions {
+  dataDir: string;
+  /** Extra environment; PORT, HOST and DATA_DIR are set by the helper. DATABASE_URL and REDIS_URL are cleared unless given. */
+  env?: Record<string, string>;
+  startTimeoutMs?: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function groupAlive(pid: number): boolean {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function startChildServer(options: ChildServerOptions): Promise<ChildServer> {
+  const { NODE_OPTIONS: _nodeOptions, ...inherited } = process.env;
+  const env: Record<string, string> = {
+    ...(inherited as Record<string, string>),
+    DATABASE_URL: '',
+    REDIS_URL: '',
+    LOG_LEVEL: 'info',
+    ...options.env,
+    // Port 0: the OS picks a free one, which the "listening" log line reports (no race on a guessed port).
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATA_DIR: options.dataDir,
+  };
+  const child: ChildProcess = spawn(process.execPath, ['node_modules/tsx/dist/cli.mjs', 'server/main.ts'], {
+    cwd: new URL('../..', import.meta.url).pathname,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  const pid = child.pid;
+  if (pid === undefined) throw new Error('could not spawn the server');
+  let output = '';
+  child.stdout!.on('data', (c: Buffer) => (output += c.toString('utf8')));
+  child.stderr!.on('data', (c: Buffer) => (output += c.toString('utf8')));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let hasExited = false;
+  void exited.then(() => (hasExited = true));
+
+  const killGroup = async () => {
+    if (groupAlive(pid)) process.kill(-pid, 'SIGKILL');
+    await exited;
+    const deadline = Date.now() + 5_000;
+    while (groupAlive(pid)) {
+      if (Date.now() > deadline) throw new Error(`process group ${pid} survived SIGKILL`);
+      await sleep(20);
+    }
+  };
+
+  const deadline = Date.now() + (options.startTimeoutMs ?? 30_000);
+  let url: string | undefined;
+  while (!url) {
+    const line = output.split('\n').find((l) => l.includes('"msg":"listening"'));
+    if (line) url = String(JSON.parse(line).url).replace('https://localhost:', 'https://127.0.0.1:');
+    else if (hasExited || Date.now() > deadline) {
+      await killGroup();
+      throw new Error(`the server did not start:\n${output}`);
+    } else await sleep(50);
+  }
+  const baseUrl = url;
+
+  return {
+    url: baseUrl,
+    pid,
+    output: () => output,
+    request: (method, path, requestOptions) => httpsCall(baseUrl, method, path, requestOptions),
+    crash: killGroup,
+    async stop(timeoutMs = 15_000) {
+      if (hasExited) {
+        await killGroup();
+        return child.exitCode;
+      }
+      child.kill('SIGTERM');
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const code = await Promise.race([exited, new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs)))]);
+      clearTimeout(timer);
+      await killGroup(); // no-op when it exited by itself (the tsx CLI waits for the server process)
+      return code === 'timeout' ? null : code;
+    },
+    running: () => !hasExited,
+  };
+}
