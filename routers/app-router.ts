@@ -3,6 +3,7 @@ import { adminRouter } from './admin/router.ts';
 import { apiKeysRouter } from './api-keys/router.ts';
 import { authRouter } from './auth/router.ts';
 import { cacheRouter } from './cache/router.ts';
+import { chatRouter } from './chat/router.ts';
 import { chatInterfacesRouter } from './chat-interfaces/router.ts';
 import { debugRouter } from './debug/router.ts';
 import { errorTrackingRouter } from './error-tracking/router.ts';
@@ -18,6 +19,7 @@ export const appRouter = router({
   apiKeys: apiKeysRouter,
   chatInterfaces: chatInterfacesRouter,
   cache: cacheRouter,
+  chat: chatRouter,
   debug: debugRouter,
   errorTracking: errorTrackingRouter,
   health: healthRouter,

@@ -39,5 +39,7 @@ export interface Context {
   /** A procedure may choose a different success status (e.g. 200 for an upload that was a duplicate).
    *  An object, like responseHeaders, because middlewares hand procedures a copy of the context. */
   response: { status?: 200 | 201 };
+  /** The client asked for Server-Sent Events (`Accept: text/event-stream`). */
+  acceptsEventStream: boolean;
   signal?: AbortSignal;
 }

@@ -19,7 +19,7 @@ export type AppMeta = OpenApiMeta<{
   /** REST body is multipart/form-data: the adapter parses it into the input (`file` + text fields), capped
    *  at maxBytes, or at the caller's plan limit with 'plan'. */
   multipart?: { fileField: string; maxBytes: number | 'plan' };
-  /** REST answer is Server-Sent Events: the output is an async iterable of JSON events. */
+  /** REST answer may be Server-Sent Events: when the output is an async iterable of JSON events, it is streamed. */
   sse?: boolean;
   /** REST answer is raw bytes: the output is `{ contentType, body: Uint8Array, cacheControl? }`. */
   rawResponse?: boolean;

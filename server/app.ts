@@ -65,7 +65,7 @@ export async function startApp(config: Config, options: { database?: Database; l
     vectorSearch: await detectVectorSearch(database.db, config.VECTOR_SEARCH),
   };
   if (config.JOB_CONCURRENCY > 0) {
-    deps.jobs.start(knowledgeBaseJobHandlers(deps), { concurrency: config.JOB_CONCURRENCY });
+    deps.jobs.start(knowledgeBaseJobHandlers(deps), { concurrency: config.JOB_CONCURRENCY, leaseMs: config.JOB_LEASE_MS });
     await requeueOrphanedDocuments(deps);
   }
 

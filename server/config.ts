@@ -38,6 +38,8 @@ export const configSchema = z.object({
   OIDC_JWKS_URL: z.string().url().optional(),
   SENTRY_DSN: z.string().url().optional(),
   OUTBOUND_ALLOW_HOSTS: list,
+  /** Deadline of a call to an owner's external AI endpoint (the spec's 30 s). */
+  OUTBOUND_TIMEOUT_MS: positiveInt(30_000),
   RATE_LIMIT_CHAT: positiveInt(60),
   RATE_LIMIT_KB_QUERY: positiveInt(60),
   RATE_LIMIT_UPLOAD: positiveInt(10),
@@ -51,6 +53,8 @@ export const configSchema = z.object({
   VECTOR_SEARCH: z.enum(['auto', 'exact']).default('auto'),
   /** Background workers (document processing, re-embedding) per instance; 0 runs none (API-only instance). */
   JOB_CONCURRENCY: z.coerce.number().int().min(0).max(32).default(2),
+  /** How long a claimed job stays leased without a heartbeat; after a crash, the jobs the dead process was running are picked up again once it runs out. */
+  JOB_LEASE_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
   /** Optional external document-parsing service, checked by POST /knowledge-base/test-parser. */
   PARSER_SERVICE_URL: z.string().url().optional(),
   PARSER_SERVICE_KEY: z.string().optional(),

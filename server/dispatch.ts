@@ -20,6 +20,7 @@ export function createContext(deps: AppDeps, req: IncomingMessage, requestId: st
     authorization,
     responseHeaders: {},
     response: {},
+    acceptsEventStream: /\btext\/event-stream\b/i.test(String(req.headers.accept ?? '')),
     signal,
     getCaller: () => (caller ??= resolveCaller(deps, authorization)),
   };

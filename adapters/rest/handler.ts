@@ -13,6 +13,9 @@ import { UPLOAD_LIMIT_BYTES } from '../../schema/plans.ts';
 
 type ProcedureFn = (input: unknown) => Promise<unknown>;
 
+const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
+  typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
+
 export interface RestHandlerOptions {
   router: AnyRouter;
   legacyRoutes: LegacyRoute[];
@@ -78,7 +81,7 @@ export function createRestHandler(options: RestHandlerOptions) {
     try {
       const input = await readInput(req, route, url, params, ctx);
       const output = await procedureOf(callerFactory(ctx), route)(input);
-      if (route.meta.sse) return await streamEvents(res, output as AsyncIterable<unknown>, ctx);
+      if (route.meta.sse && isAsyncIterable(output)) return await streamEvents(res, output, ctx);
       if (route.meta.rawResponse) {
         const raw = output as { contentType: string; body: Uint8Array; cacheControl?: string };
         res.writeHead(200, { ...ctx.responseHeaders, 'Content-Type': raw.contentType, 'Content-Length': raw.body.byteLength, 'Cache-Control': raw.cacheControl ?? 'no-store', 'X-Content-Type-Options': 'nosniff' });

@@ -8,6 +8,7 @@ import type { AppDeps } from '../context.ts';
 import { ownerProcedure, publicProcedure, router } from '../trpc.ts';
 import { AVATAR_MAX_UPLOAD_BYTES, processAvatar } from './avatar.ts';
 import * as repo from './repository.ts';
+import { testConnectionProcedure } from './test-connection.ts';
 
 const tags = ['Chat interfaces'];
 const notFound = () => new AppError('NOT_FOUND', 'Chat interface not found');
@@ -53,6 +54,13 @@ async function checkEndpoint(deps: AppDeps, url: string | null | undefined) {
 
 const conflict = () => new AppError('CONFLICT', 'Slug already in use', 'slug: choose another slug');
 
+/** configId must name one of the owner's knowledge bases. */
+async function checkConfig(deps: AppDeps, ownerId: string, configId: string | null | undefined) {
+  if (!configId) return;
+  const found = isUuid(configId) && (await deps.database.db.selectFrom('kb_configs').select('id').where('owner_id', '=', ownerId).where('id', '=', configId).executeTakeFirst());
+  if (!found) throw new AppError('VALIDATION_FAILED', 'Invalid request parameters', 'configId: no knowledge base configuration with this id');
+}
+
 export const chatInterfacesRouter = router({
   list: ownerProcedure
     .meta({ openapi: { method: 'GET', path: '/api/v1/chat-interfaces', tags, summary: "List the caller's chat interfaces", protect: true } })
@@ -69,6 +77,7 @@ export const chatInterfacesRouter = router({
     .output(z.object({ chatInterface: chatInterfaceSchema }))
     .mutation(async ({ ctx, input }) => {
       await checkEndpoint(ctx.deps, input.endpointUrl);
+      await checkConfig(ctx.deps, ctx.owner.id, input.configId);
       try {
         const row = await repo.insertInterface(ctx.deps.database.db, {
           id: randomUUID(),
@@ -107,6 +116,7 @@ export const chatInterfacesRouter = router({
     .mutation(async ({ ctx, input }) => {
       if (!isUuid(input.id)) throw notFound();
       await checkEndpoint(ctx.deps, input.endpointUrl);
+      await checkConfig(ctx.deps, ctx.owner.id, input.configId);
       const changes = {
         name: input.name,
         slug: input.slug,
@@ -160,6 +170,8 @@ export const chatInterfacesRouter = router({
       if (!updated) throw notFound();
       return { chatInterface: toChatInterface(updated) };
     }),
+
+  testConnection: testConnectionProcedure,
 
   avatar: publicProcedure
     .meta({ openapi: { method: 'GET', path: '/api/v1/chat-interfaces/{id}/avatar', tags, summary: 'The avatar image (public: visitors see it in the widget)', contentTypes: ['image/webp'] }, rawResponse: true })

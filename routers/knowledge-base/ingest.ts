@@ -119,6 +119,9 @@ export async function ingestDocument(deps: AppDeps, job: Job<IngestPayload>, ctx
       await bumpContentVersion(trx, config.id);
     });
   } catch (error) {
+    // Aborted by the queue (stop() or a lost lease): the job is released or handed over, the document must stay
+    // `processing`. Parsing reports cancellation as a ParseError, which would otherwise fail the document for good.
+    if (ctx.signal.aborted) throw error;
     if (error instanceof ParseError) {
       await failDocument(deps, doc.id, error.reason);
       return;

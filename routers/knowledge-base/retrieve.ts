@@ -11,9 +11,9 @@ import type { KbConfigRow } from './repository.ts';
 const K1 = 0.9;
 const B = 0.4;
 /** Candidates taken from each ranking before fusion. */
-const CANDIDATES = 100;
+export const CANDIDATES = 100;
 /** Reciprocal-rank fusion constant and the weight of the lexical ranking (the vector ranking gets 1 - it). */
-const RRF_K = 60;
+export const RRF_K = 60;
 export const LEXICAL_WEIGHT = 0.65;
 
 export interface RetrievedPassage {

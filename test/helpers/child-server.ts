@@ -1,4 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { httpsCall, type RequestOptions, type TestResponse } from './test-app.ts';
 
 /**
@@ -7,6 +8,10 @@ import { httpsCall, type RequestOptions, type TestResponse } from './test-app.ts
  * The tsx CLI runs the server in a second Node process and relays signals to it. A SIGKILL cannot be relayed, so
  * the child is started in its own process group and {@link ChildServer.crash} SIGKILLs the whole group: both
  * processes die at once, as in an OOM kill, and nothing keeps the data directory open behind the test's back.
+ *
+ * {@link ChildServer.stop} sends SIGTERM to the server process itself, not to the tsx CLI: the CLI relays a SIGTERM
+ * only if the server acknowledges it within 30 ms (over IPC, from JavaScript) and otherwise SIGKILLs it and exits
+ * with 143 — which is what happens when the server's event loop is busy, for instance parsing a PDF.
  */
 export interface ChildServer {
   /** https://127.0.0.1:<port> */
@@ -17,7 +22,7 @@ export interface ChildServer {
   request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
   /** SIGKILL to the whole process group; resolves when the child has exited and no process of the group is left. */
   crash(): Promise<void>;
-  /** SIGTERM (graceful shutdown); resolves with the exit code, SIGKILLs the group after `timeoutMs`. */
+  /** SIGTERM to the server process (graceful shutdown); resolves with the exit code, SIGKILLs the group after `timeoutMs`. */
   stop(timeoutMs?: number): Promise<number | null>;
   /** True while the child (tsx CLI) has not exited. */
   running(): boolean;
@@ -31,6 +36,22 @@ export interface ChildServerOptions {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The server process: the tsx CLI's only child. */
+function childPidOf(pid: number): number | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8');
+  } catch {
+    try {
+      text = execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' });
+    } catch {
+      return undefined;
+    }
+  }
+  const pids = text.split(/\s+/).filter(Boolean).map(Number);
+  return pids.length === 1 ? pids[0] : undefined;
+}
 
 function groupAlive(pid: number): boolean {
   try {
@@ -102,7 +123,9 @@ export async function startChildServer(options: ChildServerOptions): Promise<Chi
         await killGroup();
         return child.exitCode;
       }
-      child.kill('SIGTERM');
+      const serverPid = childPidOf(pid);
+      if (serverPid === undefined) throw new Error(`could not find the server process under the tsx CLI (pid ${pid})`);
+      process.kill(serverPid, 'SIGTERM');
       let timer: ReturnType<typeof setTimeout> | undefined;
       const code = await Promise.race([exited, new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs)))]);
       clearTimeout(timer);

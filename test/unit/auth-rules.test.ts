@@ -22,7 +22,7 @@ const owner = (plan: 'free' | 'enterprise', role: 'owner' | 'admin' = 'owner'): 
   owner: { id: `${plan}-${role}`, email: 'x@example.com', name: null, plan, role },
 });
 function caller(who: Caller, authorization?: string) {
-  const ctx: Context = { deps, requestId: 'r', clientIp: '127.0.0.1', authorization, responseHeaders: {}, response: {}, getCaller: async () => who };
+  const ctx: Context = { deps, requestId: 'r', clientIp: '127.0.0.1', authorization, responseHeaders: {}, response: {}, acceptsEventStream: false, getCaller: async () => who };
   return rules.createCaller(ctx);
 }
 async function codeOf(promise: Promise<unknown>) {
@@ -61,7 +61,7 @@ describe('auth rules', () => {
 
   it('I without CRON_SECRET configured refuses everything', async () => {
     const bare = { ...deps, config: loadConfig({}) } as AppDeps;
-    const ctx: Context = { deps: bare, requestId: 'r', clientIp: '1', authorization: 'Bearer ', responseHeaders: {}, response: {}, getCaller: async () => anonymous };
+    const ctx: Context = { deps: bare, requestId: 'r', clientIp: '1', authorization: 'Bearer ', responseHeaders: {}, response: {}, acceptsEventStream: false, getCaller: async () => anonymous };
     expect(await codeOf(rules.createCaller(ctx).cron())).toBe('UNAUTHORIZED');
   });
 

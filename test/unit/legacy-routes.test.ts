@@ -28,7 +28,7 @@ beforeAll(async () => {
     documents: {},
   });
   server = createServer((req, res) => {
-    const ctx: Context = { deps, requestId: 'r', clientIp: '127.0.0.1', authorization: undefined, responseHeaders: {}, response: {}, getCaller: async () => ({ kind: 'anonymous', reason: 'missing' }) };
+    const ctx: Context = { deps, requestId: 'r', clientIp: '127.0.0.1', authorization: undefined, responseHeaders: {}, response: {}, acceptsEventStream: false, getCaller: async () => ({ kind: 'anonymous', reason: 'missing' }) };
     void handle(req, res, ctx, new URL(req.url!, 'http://x'));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

@@ -66,6 +66,7 @@ describe('toClientError', () => {
       authorization: undefined,
       responseHeaders: {},
       response: {},
+      acceptsEventStream: false,
       getCaller: async () => ({ kind: 'anonymous', reason: 'missing' }),
     };
     const caller = createCallerFactory(r)(ctx);
@@ -134,7 +135,7 @@ describe('toClientError', () => {
 
 describe('HTTP_STATUS', () => {
   it('covers exactly the codes of ERROR_CODES with an allowed status', () => {
-    const allowed = new Set([400, 401, 403, 404, 405, 409, 413, 415, 429, 500, 503]);
+    const allowed = new Set([400, 401, 403, 404, 405, 409, 413, 415, 429, 500, 502, 503, 504]);
     expect(Object.keys(HTTP_STATUS).sort()).toEqual([...ERROR_CODES].sort());
     for (const code of ERROR_CODES) {
       expect(allowed.has(HTTP_STATUS[code]), `${code} -> ${HTTP_STATUS[code]}`).toBe(true);
@@ -155,6 +156,10 @@ describe('HTTP_STATUS', () => {
       PAYLOAD_TOO_LARGE: 413,
       UNSUPPORTED_MEDIA_TYPE: 415,
       RATE_LIMITED: 429,
+      UPSTREAM_CONNECTION_FAILED: 502,
+      UPSTREAM_INVALID_RESPONSE: 502,
+      UPSTREAM_TIMEOUT: 504,
+      UPSTREAM_ERROR: 502,
       INTERNAL_ERROR: 500,
       SERVICE_UNAVAILABLE: 503,
     });

@@ -1,0 +1,310 @@
+/**
+ * Outbound AI connector: forwards a visitor message to the endpoint the
+ * owner configured (flow platform, OpenAI-compatible, Anthropic, Gemini or a
+ * generic JSON API) through the SSRF-guarded client, and turns every failure
+ * into a ConnectorError with a clear user-facing message.
+ *
+ * The API key travels only in request headers (or in an `api_key`/`key`
+ * query parameter the owner left empty for it) and is redacted from every
+ * error message and upstream excerpt.
+ */
+import type { Readable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
+import { OutboundError, type GuardedHttpClient } from '../../http/guarded-client.ts';
+import { errorExcerpt } from '../openai-chat.ts';
+import { parseSse } from '../sse.ts';
+import { detectEndpointType } from './detect.ts';
+import { buildBody, buildHeaders, createStreamHandler, extractReply, invalidResponse, noTextFound, type StreamHandler } from './formats.ts';
+import { ConnectorError, ENDPOINT_TYPES, type ConnectorReply, type ConnectorRequest, type ConnectorStreamEvent, type EndpointType } from './types.ts';
+import { resolveEndpoint } from './url.ts';
+
+export const DEFAULT_TIMEOUT_MS = 30_000;
+/** Enough of an error body for an excerpt; the rest is not read. */
+const ERROR_BODY_MAX_BYTES = 64 * 1024;
+
+export const MESSAGES = {
+  connectionFailed:
+    'could not connect to the external API: the endpoint is unreachable. A local address such as localhost or 127.0.0.1 (or any address on your own machine or network) cannot be reached by the service: expose the API through a tunnelling service with a public HTTPS address and use that address as the endpoint URL',
+  blocked:
+    'the endpoint resolves to a private or local address, which the service will not call; expose it through a tunnelling service with a public HTTPS address',
+  invalidUrl: 'the endpoint URL is not valid: use a full http:// or https:// URL without credentials',
+  aborted: 'the request to the external API was cancelled',
+  redirect: 'the endpoint answered with a redirect; redirects are not followed — use the final URL',
+  auth: 'the external API rejected the API key; check the key configured for this endpoint',
+  rateLimited: 'the external API is rate limiting requests; try again later',
+  timeout: (timeoutMs: number): string => `the external API took longer than ${formatSeconds(timeoutMs)} to answer`,
+} as const;
+
+export async function callEndpoint(http: GuardedHttpClient, req: ConnectorRequest): Promise<ConnectorReply> {
+  const started = performance.now();
+  const call = prepare(req, false);
+  let response;
+  try {
+    response = await http.request(call.url, {
+      method: 'POST',
+      headers: call.headers,
+      body: call.body,
+      timeoutMs: call.timeoutMs,
+      ...(req.signal ? { signal: req.signal } : {}),
+    });
+  } catch (err) {
+    throw call.toError(err);
+  }
+  const bodyText = response.text();
+  if (response.status < 200 || response.status > 299) throw call.statusError(response.status, bodyText);
+  const { text, usage } = call.parseComplete(bodyText);
+  return { type: call.type, text, status: response.status, latencyMs: elapsed(started), usage };
+}
+
+/**
+ * Streams the reply: uses the upstream's own streaming where it has one
+ * (OpenAI stream: true; Anthropic stream: true with content_block_delta
+ * events; Gemini :streamGenerateContent?alt=sse; Langflow ?stream=true with
+ * its token events), else one delta with the whole text. Yields deltas then
+ * one 'done'. Leaving the loop early closes the upstream request.
+ */
+export async function* streamEndpoint(http: GuardedHttpClient, req: ConnectorRequest): AsyncGenerator<ConnectorStreamEvent> {
+  const started = performance.now();
+  const type = endpointType(req);
+  if (type === 'generic') {
+    const reply = await callEndpoint(http, { ...req, type });
+    if (reply.text !== '') yield { type: 'delta', text: reply.text };
+    yield { type: 'done', reply: { ...reply, latencyMs: elapsed(started) } };
+    return;
+  }
+
+  const call = prepare(req, true);
+  let opened: { status: number; headers: Record<string, string | string[] | undefined>; body: Readable };
+  try {
+    opened = await http.stream(call.url, {
+      method: 'POST',
+      headers: call.headers,
+      body: call.body,
+      timeoutMs: call.timeoutMs,
+      ...(req.signal ? { signal: req.signal } : {}),
+    });
+  } catch (err) {
+    throw call.toError(err);
+  }
+  const { status, body } = opened;
+  try {
+    if (status < 200 || status > 299) throw call.statusError(status, await readBody(body, ERROR_BODY_MAX_BYTES));
+
+    const contentType = String(opened.headers['content-type'] ?? '').toLowerCase();
+    const streamed = contentType.includes('event-stream') || (type === 'flow' && contentType.includes('ndjson'));
+    if (!streamed) {
+      // The upstream answered with one document (no streaming support, or an
+      // error page): same parsing and errors as a non-streamed call.
+      const { text, usage } = call.parseComplete(await readBody(body, Number.POSITIVE_INFINITY));
+      if (text !== '') yield { type: 'delta', text };
+      yield { type: 'done', reply: { type, text, status, latencyMs: elapsed(started), usage } };
+      return;
+    }
+
+    const handler = createStreamHandler(type, call.excerpt);
+    const events = type === 'flow' ? jsonEvents(body) : sseJsonEvents(body);
+    let text = '';
+    for await (const event of events) {
+      const delta = handler.handle(event.event, event.data);
+      if (delta !== null) {
+        text += delta;
+        yield { type: 'delta', text: delta };
+      }
+      if (handler.finished && type !== 'flow') break;
+    }
+    if (text === '') {
+      const fallback = handler.fallbackText();
+      if (fallback !== null) {
+        text = fallback;
+        if (text !== '') yield { type: 'delta', text };
+      } else if (!handler.sawData) {
+        throw invalidResponse('the stream carried no reply events');
+      } else if (type === 'flow') {
+        throw noTextFound(type);
+      }
+    }
+    yield { type: 'done', reply: { type, text, status, latencyMs: elapsed(started), usage: handler.usage } };
+  } catch (err) {
+    throw call.toError(err);
+  } finally {
+    if (!body.destroyed) body.destroy();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Internals
+
+interface PreparedCall {
+  type: EndpointType;
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  timeoutMs: number;
+  excerpt: (text: string) => string;
+  toError(err: unknown): ConnectorError;
+  statusError(status: number, bodyText: string): ConnectorError;
+  parseComplete(bodyText: string): { text: string; usage: ConnectorReply['usage'] };
+}
+
+function endpointType(req: ConnectorRequest): EndpointType {
+  if (req.type !== undefined && ENDPOINT_TYPES.includes(req.type)) return req.type;
+  return detectEndpointType(req.endpointUrl);
+}
+
+function prepare(req: ConnectorRequest, stream: boolean): PreparedCall {
+  const type = endpointType(req);
+  const apiKey = req.apiKey === undefined || req.apiKey === '' ? undefined : req.apiKey;
+  const timeoutMs = req.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const { url, model } = resolveEndpoint(type, req.endpointUrl, apiKey, stream);
+  const redact = (text: string): string => redactKey(text, apiKey);
+  const excerpt = (text: string): string => redact(errorExcerpt(redact(text)));
+
+  return {
+    type,
+    url,
+    headers: buildHeaders(type, apiKey, stream),
+    body: JSON.stringify(buildBody(type, req, model, stream, hostOf(url))),
+    timeoutMs,
+    excerpt,
+    toError: (err) => toConnectorError(err, timeoutMs, redact),
+    statusError: (status, bodyText) => statusError(status, excerpt(bodyText)),
+    parseComplete(bodyText) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(bodyText) as unknown;
+      } catch {
+        throw invalidResponse('the external API did not return JSON', excerpt(bodyText) || undefined);
+      }
+      return extractReply(type, parsed, excerpt);
+    },
+  };
+}
+
+function toConnectorError(err: unknown, timeoutMs: number, redact: (text: string) => string): ConnectorError {
+  if (err instanceof ConnectorError) return err;
+  if (err instanceof OutboundError) {
+    // OutboundError messages name only scheme://host:port, never the path or query.
+    const detail = redact(err.message);
+    switch (err.kind) {
+      case 'connection_failed':
+      case 'dns_failure':
+      case 'tls_error':
+        return new ConnectorError('connection_failed', MESSAGES.connectionFailed, undefined, detail);
+      case 'blocked_address':
+        return new ConnectorError('blocked', MESSAGES.blocked, undefined, detail);
+      case 'timeout':
+        return new ConnectorError('timeout', MESSAGES.timeout(timeoutMs), undefined, detail);
+      case 'invalid_url':
+        return new ConnectorError('connection_failed', MESSAGES.invalidUrl, undefined, detail);
+      case 'response_too_large':
+        return invalidResponse('the reply is too large', detail);
+      case 'aborted':
+        return new ConnectorError('connection_failed', MESSAGES.aborted, undefined, detail);
+    }
+  }
+  const message = err instanceof Error && err.message !== '' ? redact(err.message) : 'network error';
+  return new ConnectorError('connection_failed', MESSAGES.connectionFailed, undefined, message);
+}
+
+function statusError(status: number, excerpt: string): ConnectorError {
+  const detail = excerpt === '' ? undefined : excerpt;
+  if (status >= 300 && status <= 399) return new ConnectorError('upstream_error', `${MESSAGES.redirect} (HTTP ${status})`, status);
+  if (status === 401 || status === 403) return new ConnectorError('auth_failed', `${MESSAGES.auth} (HTTP ${status})`, status, detail);
+  if (status === 429) return new ConnectorError('rate_limited', `${MESSAGES.rateLimited} (HTTP ${status})`, status, detail);
+  return new ConnectorError('upstream_error', `the external API answered HTTP ${status}${detail === undefined ? '' : `: ${detail}`}`, status, detail);
+}
+
+/** Replaces the key (raw and URL-encoded) wherever an upstream echoed it. */
+function redactKey(text: string, apiKey: string | undefined): string {
+  if (apiKey === undefined || apiKey.length < 4) return text;
+  let out = text.split(apiKey).join('[redacted]');
+  const encoded = encodeURIComponent(apiKey);
+  if (encoded !== apiKey) out = out.split(encoded).join('[redacted]');
+  return out;
+}
+
+/** SSE events whose data is JSON (or OpenAI's `[DONE]` marker). */
+async function* sseJsonEvents(body: Readable): AsyncGenerator<{ event: string; data: unknown }> {
+  for await (const event of parseSse(body as AsyncIterable<Buffer>)) {
+    const data = event.data.trim();
+    if (data === '') continue;
+    if (data === '[DONE]') {
+      yield { event: event.event, data };
+      continue;
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(data) as unknown;
+    } catch {
+      throw invalidResponse('the external API sent a stream event that is not JSON');
+    }
+    yield { event: event.event, data: parsed };
+  }
+}
+
+/**
+ * Langflow's stream: JSON objects separated by blank lines (no `data:`
+ * prefix), or newline-delimited JSON; SSE framing (`data:` lines) is
+ * accepted too. A JSON value may span lines until the blank line ending it.
+ */
+async function* jsonEvents(body: Readable): AsyncGenerator<{ event: string; data: unknown }> {
+  const decoder = new StringDecoder('utf8');
+  let buffer = '';
+  let pending: string[] = [];
+
+  function* line(raw: string): Generator<{ event: string; data: unknown }> {
+    let text = raw.trim();
+    if (text === '') {
+      pending = [];
+      return;
+    }
+    if (text.startsWith(':') || /^(event|id|retry):/.test(text)) return;
+    if (text.startsWith('data:')) text = text.slice(5).trim();
+    pending.push(text);
+    try {
+      const parsed = JSON.parse(pending.join('\n')) as unknown;
+      pending = [];
+      yield { event: 'message', data: parsed };
+    } catch {
+      // Incomplete: wait for more lines.
+    }
+  }
+
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    buffer += decoder.write(chunk);
+    const lines = buffer.split(/\r?\n/);
+    buffer = lines.pop() ?? '';
+    for (const raw of lines) yield* line(raw);
+  }
+  buffer += decoder.end();
+  if (buffer !== '') yield* line(buffer);
+}
+
+async function readBody(body: Readable, maxBytes: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size >= maxBytes) break;
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function hostOf(url: string): string {
+  try {
+    return new URL(url).hostname.toLowerCase();
+  } catch {
+    return '';
+  }
+}
+
+function elapsed(started: number): number {
+  return Math.max(0, Math.round(performance.now() - started));
+}
+
+function formatSeconds(ms: number): string {
+  const seconds = ms / 1000;
+  const text = Number.isInteger(seconds) ? String(seconds) : String(Number(seconds.toFixed(3)));
+  return `${text} second${seconds === 1 ? '' : 's'}`;
+}

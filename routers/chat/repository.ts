@@ -1,0 +1,63 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { DB } from '../../db/types.ts';
+import { jsonb } from '../../db/json.ts';
+import { toIso } from '../../schema/common.ts';
+
+type Db = Kysely<DB> | Transaction<DB>;
+
+/** `api_<timestamp>_<random>`, the spec's format for generated session ids. */
+export const newSessionId = () => `api_${Date.now()}_${randomBytes(6).toString('hex')}`;
+export const SESSION_ID_PATTERN = /^[A-Za-z0-9_-]{1,100}$/;
+
+export const findSession = (db: Db, id: string) => db.selectFrom('chat_sessions').selectAll().where('id', '=', id).executeTakeFirst();
+
+export const findInterfaceBySlug = (db: Db, slug: string) =>
+  db.selectFrom('chat_interfaces').select(['id', 'owner_id', 'slug', 'config_id', 'endpoint_url', 'endpoint_type', 'endpoint_api_key_enc']).where('slug', '=', slug).executeTakeFirst();
+
+/** The last `limit` messages of a session, oldest first. */
+export async function recentMessages(db: Db, sessionId: string, limit: number) {
+  if (limit <= 0) return [];
+  const rows = await db.selectFrom('chat_messages').select(['role', 'content']).where('session_id', '=', sessionId).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+  return rows.reverse();
+}
+
+export async function appendMessages(
+  db: Kysely<DB>,
+  session: { id: string; chatInterfaceId: string; ownerId: string; isNew: boolean },
+  messages: Array<{ role: 'user' | 'assistant' | 'operator'; content: string; sources?: unknown; usage?: unknown; toolCalls?: unknown }>,
+) {
+  return db.transaction().execute(async (trx) => {
+    if (session.isNew) {
+      await trx.insertInto('chat_sessions').values({ id: session.id, chat_interface_id: session.chatInterfaceId, owner_id: session.ownerId, last_message_at: new Date() }).execute();
+    } else {
+      await trx.updateTable('chat_sessions').set({ last_message_at: new Date() }).where('id', '=', session.id).execute();
+    }
+    const rows = [];
+    for (const m of messages) {
+      rows.push(
+        await trx
+          .insertInto('chat_messages')
+          .values({ id: randomUUID(), session_id: session.id, role: m.role, content: m.content, sources: jsonb(m.sources ?? []), usage: m.usage === undefined ? null : jsonb(m.usage), tool_calls: jsonb(m.toolCalls ?? []) })
+          .returningAll()
+          .executeTakeFirstOrThrow(),
+      );
+    }
+    return rows;
+  });
+}
+
+export function toChatMessage(row: { id: string; role: string; content: string; sources: unknown; usage: unknown; tool_calls: unknown; created_at: Date }) {
+  return {
+    id: row.id,
+    role: row.role as 'user' | 'assistant' | 'operator',
+    content: row.content,
+    sources: (row.sources ?? []) as unknown[],
+    usage: (row.usage ?? null) as { promptTokens: number; completionTokens: number; totalTokens: number } | null,
+    toolCalls: (row.tool_calls ?? []) as unknown[],
+    createdAt: toIso(row.created_at)!,
+  };
+}
+
+export const listMessages = (db: Db, sessionId: string) =>
+  db.selectFrom('chat_messages').selectAll().where('session_id', '=', sessionId).orderBy('created_at').orderBy(sql`id`).execute();
