@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { startApp, type RunningApp } from '../../server/app.ts';
@@ -35,6 +35,9 @@ export function createLog(bench: string) {
 }
 
 export const emit = (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(line)}\n`);
+
+/** 1-minute load average, to tell a quiet machine from a shared, busy one (2 cores: above ~2 means contention). */
+export const loadAverage = () => round(loadavg()[0] ?? NaN, 2);
 
 export const round = (v: number, digits: number) => (Number.isFinite(v) ? Math.round(v * 10 ** digits) / 10 ** digits : null);
 

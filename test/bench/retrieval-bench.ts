@@ -61,6 +61,7 @@ import {
   expectStatus,
   intEnv,
   latencySummary,
+  loadAverage,
   mapPool,
   round,
   signUp,
@@ -359,6 +360,7 @@ async function main() {
 
   try {
     const dataset = loadScifact();
+    const loadAtStart = loadAverage();
     const common = {
       bench: 'retrieval',
       dataset: 'scifact',
@@ -366,6 +368,7 @@ async function main() {
       corpus_docs: dataset.corpus.length,
       ...(dataset.subset ? { subset: true } : {}),
     };
+    const load = () => ({ load_avg_1m_start: loadAtStart, load_avg_1m_end: loadAverage() });
     log(`SciFact: ${dataset.corpus.length} documents${dataset.subset ? ' (subset)' : ''}, ${dataset.queries.length} test queries`);
 
     // Baseline: plain BM25 in memory over the same title + text.
@@ -416,6 +419,7 @@ async function main() {
       upload_concurrency: UPLOAD_CONCURRENCY,
       job_concurrency: JOB_CONCURRENCY,
       database: service.databaseKind,
+      ...load(),
     });
     if (ingestion.failed > 0 || ingestion.completed + ingestion.duplicates < dataset.corpus.length) {
       log(`warning: ${ingestion.failed} documents failed; quality figures are computed over what was ingested`);
@@ -483,6 +487,7 @@ async function main() {
         answer: 'extractive (no language model configured)',
         vector_search: app.deps.vectorSearch,
         database: service.databaseKind,
+        ...load(),
       });
     }
 

@@ -1,17 +1,10 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { httpsCall, type RequestOptions, type TestResponse } from './test-app.ts';
 
 /**
- * The real service as a child process, started the way `npm start` does (tsx's CLI on server/main.ts).
- *
- * The tsx CLI runs the server in a second Node process and relays signals to it. A SIGKILL cannot be relayed, so
- * the child is started in its own process group and {@link ChildServer.crash} SIGKILLs the whole group: both
- * processes die at once, as in an OOM kill, and nothing keeps the data directory open behind the test's back.
- *
- * {@link ChildServer.stop} sends SIGTERM to the server process itself, not to the tsx CLI: the CLI relays a SIGTERM
- * only if the server acknowledges it within 30 ms (over IPC, from JavaScript) and otherwise SIGKILLs it and exits
- * with 143 — which is what happens when the server's event loop is busy, for instance parsing a PDF.
+ * The real service as a child process, started the way `npm start` does (`node --import tsx server/main.ts`:
+ * one process, signals go straight to the server). It runs in its own process group, and
+ * {@link ChildServer.crash} SIGKILLs the group, as in an OOM kill.
  */
 export interface ChildServer {
   /** https://127.0.0.1:<port> */
@@ -24,7 +17,7 @@ export interface ChildServer {
   crash(): Promise<void>;
   /** SIGTERM to the server process (graceful shutdown); resolves with the exit code, SIGKILLs the group after `timeoutMs`. */
   stop(timeoutMs?: number): Promise<number | null>;
-  /** True while the child (tsx CLI) has not exited. */
+  /** True while the server process has not exited. */
   running(): boolean;
 }
 
@@ -36,22 +29,6 @@ export interface ChildServerOptions {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** The server process: the tsx CLI's only child. */
-function childPidOf(pid: number): number | undefined {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8');
-  } catch {
-    try {
-      text = execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' });
-    } catch {
-      return undefined;
-    }
-  }
-  const pids = text.split(/\s+/).filter(Boolean).map(Number);
-  return pids.length === 1 ? pids[0] : undefined;
-}
 
 function groupAlive(pid: number): boolean {
   try {
@@ -75,7 +52,7 @@ export async function startChildServer(options: ChildServerOptions): Promise<Chi
     HOST: '127.0.0.1',
     DATA_DIR: options.dataDir,
   };
-  const child: ChildProcess = spawn(process.execPath, ['node_modules/tsx/dist/cli.mjs', 'server/main.ts'], {
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
     cwd: new URL('../..', import.meta.url).pathname,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -123,13 +100,11 @@ export async function startChildServer(options: ChildServerOptions): Promise<Chi
         await killGroup();
         return child.exitCode;
       }
-      const serverPid = childPidOf(pid);
-      if (serverPid === undefined) throw new Error(`could not find the server process under the tsx CLI (pid ${pid})`);
-      process.kill(serverPid, 'SIGTERM');
+      process.kill(pid, 'SIGTERM');
       let timer: ReturnType<typeof setTimeout> | undefined;
       const code = await Promise.race([exited, new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs)))]);
       clearTimeout(timer);
-      await killGroup(); // no-op when it exited by itself (the tsx CLI waits for the server process)
+      await killGroup(); // no-op when it exited by itself
       return code === 'timeout' ? null : code;
     },
     running: () => !hasExited,
