@@ -110,8 +110,12 @@ export interface KbConfigsTable {
   retrieval_depth: number;
   language: string;
   system_prompt: string | null;
+  /** The embedding model new vectors are being made with (the target of a re-embedding). */
   embedding: EmbeddingSettings;
   embedding_api_key_enc: string | null;
+  /** The model the served vectors were made with: queries and new documents use it until the switch. */
+  serving_embedding: EmbeddingSettings;
+  serving_embedding_api_key_enc: string | null;
   llm: LlmSettings | null;
   llm_api_key_enc: string | null;
   memory_enabled: boolean;
@@ -183,6 +187,7 @@ export interface ChatSessionsTable {
 
 export interface ChatMessagesTable {
   id: string;
+  seq: Generated<string>;
   session_id: string;
   role: 'user' | 'assistant' | 'operator';
   content: string;

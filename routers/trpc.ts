@@ -49,8 +49,13 @@ function bucketLimit(ctx: Context, bucket: RateLimitBucket): number {
  * Every procedure is rate limited per endpoint and caller (owner, API key, or client IP when anonymous),
  * for REST, tRPC and GraphQL alike. Headers go to ctx.responseHeaders; refused calls never run.
  */
-const rateLimited = t.middleware(async ({ ctx, meta, path, next }) => {
-  const bucket = meta?.rateLimit ?? 'default';
+/**
+ * Counts one call of `path` for the caller. Adapters may call it before the procedure runs (an upload is
+ * limited before its body is read); the procedure's middleware then does not count the call again.
+ */
+export async function enforceRateLimit(ctx: Context, bucket: RateLimitBucket, path: string) {
+  if (ctx.rateLimitChecked?.has(path)) return;
+  (ctx.rateLimitChecked ??= new Set()).add(path);
   const caller = await ctx.getCaller();
   const who = caller.kind === 'owner' ? `o:${caller.owner.id}` : caller.kind === 'apiKey' ? `k:${caller.keyId}` : `ip:${ctx.clientIp}`;
   const limit = bucketLimit(ctx, bucket);
@@ -62,6 +67,10 @@ const rateLimited = t.middleware(async ({ ctx, meta, path, next }) => {
     ctx.responseHeaders['Retry-After'] = String(decision.retryAfterSeconds);
     throw new AppError('RATE_LIMITED', 'Rate limit exceeded', `Limit is ${limit} requests per ${ctx.deps.config.RATE_LIMIT_WINDOW_SECONDS} s; retry after ${decision.retryAfterSeconds} s`);
   }
+}
+
+const rateLimited = t.middleware(async ({ ctx, meta, path, next }) => {
+  await enforceRateLimit(ctx, meta?.rateLimit ?? 'default', path);
   return next();
 });
 

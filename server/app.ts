@@ -64,9 +64,15 @@ export async function startApp(config: Config, options: { database?: Database; l
     jobs: createJobQueue({ db: database.db, logger }),
     vectorSearch: await detectVectorSearch(database.db, config.VECTOR_SEARCH),
   };
+  let sweeper: ReturnType<typeof setInterval> | undefined;
   if (config.JOB_CONCURRENCY > 0) {
     deps.jobs.start(knowledgeBaseJobHandlers(deps), { concurrency: config.JOB_CONCURRENCY, leaseMs: config.JOB_LEASE_MS });
     await requeueOrphanedDocuments(deps);
+    // Also while running: a job can die (its last lease ran out) long after start-up.
+    sweeper = setInterval(() => {
+      requeueOrphanedDocuments(deps).catch((error: unknown) => logger.warn('document sweep failed', { reason: String(error) }));
+    }, Math.max(config.JOB_LEASE_MS, 30_000));
+    sweeper.unref();
   }
 
   let openapi: ReturnType<typeof buildOpenApiDocument> | undefined;
@@ -105,6 +111,7 @@ export async function startApp(config: Config, options: { database?: Database; l
         const closed = new Promise<void>((resolve) => listener.server.close(() => resolve()));
         listener.closeConnections();
         await closed;
+        if (sweeper) clearInterval(sweeper);
         await deps.jobs.stop();
         await rateLimiter.close();
         await database.close();

@@ -28,9 +28,11 @@ export function createContext(deps: AppDeps, req: IncomingMessage, requestId: st
 
 function clientIpOf(req: IncomingMessage, trustProxy: boolean) {
   if (trustProxy) {
+    // The rightmost entry is the one our proxy added; anything left of it is the client's to invent.
     const forwarded = req.headers['x-forwarded-for'];
-    const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(',')[0]?.trim();
-    if (first) return first;
+    const entries = (Array.isArray(forwarded) ? forwarded.join(',') : (forwarded ?? '')).split(',').map((e) => e.trim()).filter(Boolean);
+    const last = entries.at(-1);
+    if (last) return last;
   }
   return req.socket.remoteAddress ?? 'unknown';
 }

@@ -10,6 +10,7 @@ import { readMultipart } from './multipart.ts';
 import { buildRouteTable, type RestRoute } from './routes.ts';
 import { streamEvents } from './sse.ts';
 import { UPLOAD_LIMIT_BYTES } from '../../schema/plans.ts';
+import { enforceRateLimit } from '../../routers/trpc.ts';
 
 type ProcedureFn = (input: unknown) => Promise<unknown>;
 
@@ -45,6 +46,8 @@ export function createRestHandler(options: RestHandlerOptions) {
       // Who is uploading decides the cap, and anonymous uploads are never read: the procedure answers 401.
       const caller = await ctx.getCaller();
       if (caller.kind !== 'owner') return { ...params };
+      // Limited before the body is read: a refused upload costs no memory.
+      await enforceRateLimit(ctx, route.meta.rateLimit ?? 'default', route.procedurePath);
       const { fileField, maxBytes } = route.meta.multipart;
       input = await readMultipart(req, { fileField, maxBytes: maxBytes === 'plan' ? UPLOAD_LIMIT_BYTES[caller.owner.plan] : maxBytes });
     } else if (method === 'GET' || method === 'HEAD') {

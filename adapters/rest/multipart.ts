@@ -47,7 +47,7 @@ export function readMultipart(req: IncomingMessage, options: { fileField: string
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('limit', () => fail(new AppError('PAYLOAD_TOO_LARGE', 'File too large', `${options.fileField}: at most ${options.maxBytes} bytes`)));
       stream.on('end', () => {
-        if (!failed) file = { fileName: info.filename ?? 'upload', mimeType: info.mimeType, bytes: new Uint8Array(Buffer.concat(chunks)) };
+        if (!failed) file = { fileName: info.filename ?? 'upload', mimeType: info.mimeType, bytes: Buffer.concat(chunks) };
       });
     });
     parser.on('filesLimit', () => fail(new AppError('BAD_REQUEST', 'Only one file per request')));

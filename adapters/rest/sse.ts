@@ -20,19 +20,36 @@ export async function streamEvents(res: ServerResponse, events: AsyncIterable<un
   const onClose = () => {
     if (!res.writableFinished) void iterator.return?.();
   };
+  if (res.destroyed) {
+    onClose();
+    return;
+  }
   res.once('close', onClose);
-  const write = (event: unknown) => res.write(`data: ${JSON.stringify(event)}\n\n`);
+  // Respect backpressure: a slow reader pauses the producer instead of growing our buffer.
+  const write = async (event: unknown) => {
+    if (!res.write(`data: ${JSON.stringify(event)}\n\n`) && !res.destroyed) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          res.off('drain', done);
+          res.off('close', done);
+          resolve();
+        };
+        res.once('drain', done);
+        res.once('close', done);
+      });
+    }
+  };
   try {
     let step = first;
     while (!step.done) {
       if (res.destroyed) return;
-      write(step.value);
+      await write(step.value);
       step = await iterator.next();
     }
   } catch (error) {
     const { appError, unexpected } = toClientError(error);
     if (unexpected) ctx.deps.errorReporter.capture(error, { requestId: ctx.requestId, path: 'sse' });
-    if (!res.destroyed) write({ type: 'error', error: { message: appError.message, code: appError.code, details: appError.details } });
+    if (!res.destroyed) await write({ type: 'error', error: { message: appError.message, code: appError.code, details: appError.details } });
   } finally {
     res.off('close', onClose);
   }

@@ -37,6 +37,8 @@ export async function up(db: Kysely<any>) {
     .addColumn('system_prompt', 'text')
     .addColumn('embedding', 'jsonb', (c) => c.notNull())
     .addColumn('embedding_api_key_enc', 'text')
+    .addColumn('serving_embedding', 'jsonb', (c) => c.notNull())
+    .addColumn('serving_embedding_api_key_enc', 'text')
     .addColumn('llm', 'jsonb')
     .addColumn('llm_api_key_enc', 'text')
     .addColumn('memory_enabled', 'boolean', (c) => c.notNull().defaultTo(true))

@@ -14,6 +14,8 @@ export async function up(db: Kysely<any>) {
   await db.schema
     .createTable('chat_messages')
     .addColumn('id', 'uuid', (c) => c.primaryKey())
+    // Insertion order: timestamps of messages written in one transaction can be equal.
+    .addColumn('seq', 'bigint', (c) => c.notNull().generatedAlwaysAsIdentity())
     .addColumn('session_id', 'text', (c) => c.notNull().references('chat_sessions.id').onDelete('cascade'))
     .addColumn('role', 'text', (c) => c.notNull().check(sql`role in ('user','assistant','operator')`))
     .addColumn('content', 'text', (c) => c.notNull())
@@ -22,7 +24,7 @@ export async function up(db: Kysely<any>) {
     .addColumn('tool_calls', 'jsonb', (c) => c.notNull().defaultTo(sql`'[]'::jsonb`))
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`clock_timestamp()`))
     .execute();
-  await db.schema.createIndex('chat_messages_session_idx').on('chat_messages').columns(['session_id', 'created_at']).execute();
+  await db.schema.createIndex('chat_messages_session_idx').on('chat_messages').columns(['session_id', 'seq']).execute();
 }
 
 export async function down(db: Kysely<any>) {

@@ -52,6 +52,14 @@ async function checkEndpoint(deps: AppDeps, url: string | null | undefined) {
   }
 }
 
+/** A stored upstream key is never sent to a different host than the one it was saved for. */
+async function hostChanged(db: AppDeps['database']['db'], ownerId: string, id: string, nextUrl: string | null | undefined) {
+  if (nextUrl === undefined) return false;
+  const current = await repo.findOwnedInterface(db, ownerId, id);
+  if (!current?.endpoint_url || !nextUrl) return true;
+  return new URL(current.endpoint_url).host !== new URL(nextUrl).host;
+}
+
 const conflict = () => new AppError('CONFLICT', 'Slug already in use', 'slug: choose another slug');
 
 /** configId must name one of the owner's knowledge bases. */
@@ -123,7 +131,14 @@ export const chatInterfacesRouter = router({
         config_id: input.configId,
         endpoint_url: input.endpointUrl,
         endpoint_type: input.endpointType,
-        endpoint_api_key_enc: input.apiKey === undefined ? undefined : input.apiKey === null ? null : ctx.deps.secrets.seal(input.apiKey),
+        endpoint_api_key_enc:
+          input.apiKey === null
+            ? null
+            : input.apiKey !== undefined
+              ? ctx.deps.secrets.seal(input.apiKey)
+              : (await hostChanged(ctx.deps.database.db, ctx.owner.id, input.id, input.endpointUrl))
+                ? null
+                : undefined,
         welcome_message: input.welcomeMessage,
         placeholder: input.placeholder,
         primary_color: input.primaryColor,

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { DB } from '../../db/types.ts';
 import { jsonb } from '../../db/json.ts';
 import { toIso } from '../../schema/common.ts';
@@ -18,7 +18,7 @@ export const findInterfaceBySlug = (db: Db, slug: string) =>
 /** The last `limit` messages of a session, oldest first. */
 export async function recentMessages(db: Db, sessionId: string, limit: number) {
   if (limit <= 0) return [];
-  const rows = await db.selectFrom('chat_messages').select(['role', 'content']).where('session_id', '=', sessionId).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+  const rows = await db.selectFrom('chat_messages').select(['role', 'content']).where('session_id', '=', sessionId).orderBy('seq', 'desc').limit(limit).execute();
   return rows.reverse();
 }
 
@@ -59,5 +59,6 @@ export function toChatMessage(row: { id: string; role: string; content: string; 
   };
 }
 
-export const listMessages = (db: Db, sessionId: string) =>
-  db.selectFrom('chat_messages').selectAll().where('session_id', '=', sessionId).orderBy('created_at').orderBy(sql`id`).execute();
+/** Newest first, at most `limit`. */
+export const listMessages = (db: Db, sessionId: string, limit: number) =>
+  db.selectFrom('chat_messages').selectAll().where('session_id', '=', sessionId).orderBy('seq', 'desc').limit(limit).execute();

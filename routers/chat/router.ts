@@ -124,12 +124,14 @@ export const chatRouter = router({
 
   history: ownerOrKeyProcedure
     .meta({ openapi: { method: 'GET', path: '/api/v1/chat-messages/history', tags, summary: 'The messages of a session, oldest first (owner session or the interface\'s API key)', protect: true } })
-    .input(z.object({ sessionId: sessionIdSchema }))
-    .output(z.object({ sessionId: z.string(), chatInterfaceId: z.string(), messages: z.array(chatMessageSchema), count: z.number().int() }))
+    .input(z.object({ sessionId: sessionIdSchema, limit: z.coerce.number().int().min(1).max(500).default(100).meta({ description: 'The newest this many messages' }) }))
+    .output(z.object({ sessionId: z.string(), chatInterfaceId: z.string(), messages: z.array(chatMessageSchema), count: z.number().int(), hasMore: z.boolean() }))
     .query(async ({ ctx, input }) => {
       const session = await readableSession(ctx.deps, ctx.caller, input.sessionId);
-      const rows = await repo.listMessages(ctx.deps.database.db, session.id);
-      return { sessionId: session.id, chatInterfaceId: session.chat_interface_id, messages: rows.map(repo.toChatMessage), count: rows.length };
+      const rows = await repo.listMessages(ctx.deps.database.db, session.id, input.limit + 1);
+      const hasMore = rows.length > input.limit;
+      const page = rows.slice(0, input.limit).reverse();
+      return { sessionId: session.id, chatInterfaceId: session.chat_interface_id, messages: page.map(repo.toChatMessage), count: page.length, hasMore };
     }),
 
   addMessage: ownerProcedure

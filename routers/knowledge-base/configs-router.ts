@@ -74,6 +74,8 @@ export const kbConfigsRouter = router({
           system_prompt: input.systemPrompt ?? null,
           embedding: jsonb(embeddingSettings(embedding)),
           embedding_api_key_enc: embedding.provider === 'openai' && embedding.apiKey ? secrets.seal(embedding.apiKey) : null,
+          serving_embedding: jsonb(embeddingSettings(embedding)),
+          serving_embedding_api_key_enc: embedding.provider === 'openai' && embedding.apiKey ? secrets.seal(embedding.apiKey) : null,
           llm: input.llm ? jsonb<LlmSettings>({ provider: 'openai', model: input.llm.model, baseUrl: input.llm.baseUrl }) : null,
           llm_api_key_enc: input.llm?.apiKey ? secrets.seal(input.llm.apiKey) : null,
           memory_enabled: input.memory?.enabled ?? true,
@@ -105,6 +107,17 @@ export const kbConfigsRouter = router({
       const { secrets } = ctx.deps;
       const nextEmbedding = input.embedding ? embeddingSettings(input.embedding) : undefined;
       const embeddingChanged = nextEmbedding !== undefined && !sameEmbedding(current.embedding, nextEmbedding);
+      // A stored provider key follows its host: a new host without a new key gets no key.
+      const sameHost = (a?: string | null, b?: string | null) => !!a && !!b && new URL(a).host === new URL(b).host;
+      const nextEmbeddingKey =
+        input.embedding?.provider !== 'openai'
+          ? null
+          : input.embedding.apiKey
+            ? secrets.seal(input.embedding.apiKey)
+            : sameHost(current.embedding.baseUrl, input.embedding.baseUrl)
+              ? current.embedding_api_key_enc
+              : null;
+      const nextLlmKey = !input.llm ? null : input.llm.apiKey ? secrets.seal(input.llm.apiKey) : sameHost(current.llm?.baseUrl, input.llm.baseUrl) ? current.llm_api_key_enc : null;
       const row = await ctx.deps.database.db.transaction().execute(async (trx) => {
         const updated = await trx
           .updateTable('kb_configs')
@@ -122,14 +135,16 @@ export const kbConfigsRouter = router({
             ...(input.embedding
               ? {
                   embedding: jsonb(nextEmbedding!),
-                  embedding_api_key_enc: input.embedding.provider === 'openai' && input.embedding.apiKey ? secrets.seal(input.embedding.apiKey) : input.embedding.provider === 'openai' ? current.embedding_api_key_enc : null,
+                  embedding_api_key_enc: nextEmbeddingKey,
+                  // Same model, new key: the serving side uses it too. A new model waits for the switch.
+                  ...(embeddingChanged ? {} : { serving_embedding_api_key_enc: nextEmbeddingKey }),
                 }
               : {}),
             ...(embeddingChanged ? { embedding_version: eb('embedding_version', '+', 1) } : {}),
             ...(input.llm !== undefined
               ? {
                   llm: input.llm ? jsonb<LlmSettings>({ provider: 'openai', model: input.llm.model, baseUrl: input.llm.baseUrl }) : null,
-                  llm_api_key_enc: input.llm === null ? null : input.llm.apiKey ? secrets.seal(input.llm.apiKey) : current.llm_api_key_enc,
+                  llm_api_key_enc: nextLlmKey,
                 }
               : {}),
             updated_at: new Date(),

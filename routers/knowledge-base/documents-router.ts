@@ -44,7 +44,21 @@ export const kbDocumentsRouter = router({
       const existing = await repo.findDocumentByHash(db, config.id, contentHash);
       if (existing) {
         ctx.response.status = 200;
-        return { document: repo.toKbDocument(existing), duplicate: true };
+        if (existing.status !== 'failed') return { document: repo.toKbDocument(existing), duplicate: true };
+        // The same file again after a failure is a retry: process it anew (the stored original is kept).
+        const retried = await db.transaction().execute(async (trx) => {
+          const row = await trx
+            .updateTable('kb_documents')
+            .set({ status: 'processing', stage: 'uploaded', error: null, file_name: input.file.fileName.slice(0, 255) || existing.file_name, updated_at: new Date() })
+            .where('id', '=', existing.id)
+            .where('status', '=', 'failed')
+            .returningAll()
+            .executeTakeFirst();
+          if (row) await deps.jobs.enqueue(INGEST_JOB, { documentId: row.id, configId: config.id } satisfies IngestPayload, { dedupeKey: `ingest:${row.id}` }, trx);
+          return row ?? existing;
+        });
+        deps.jobs.notify();
+        return { document: repo.toKbDocument(retried), duplicate: true };
       }
 
       const blobKey = await deps.blobs.put(config.id, input.file.bytes);

@@ -7,9 +7,13 @@ import type { KbConfigRow } from './repository.ts';
 
 const localEmbedders = new Map<string, Embedder>();
 
-/** The embedder a configuration names: the built-in local one, or an OpenAI-compatible provider. */
-export function embedderFor(deps: AppDeps, config: Pick<KbConfigRow, 'embedding' | 'embedding_api_key_enc' | 'language'>): Embedder {
-  const settings = config.embedding;
+/**
+ * The embedder of a configuration: 'serving' is the model of the vectors queries read (and new documents
+ * join); 'target' is the model a re-embedding is moving to. They are the same except during a switch.
+ */
+export function embedderFor(deps: AppDeps, config: KbConfigRow, which: 'serving' | 'target' = 'serving'): Embedder {
+  const settings = which === 'serving' ? config.serving_embedding : config.embedding;
+  const apiKeyEnc = which === 'serving' ? config.serving_embedding_api_key_enc : config.embedding_api_key_enc;
   if (settings.provider === 'local') {
     const key = `${settings.dimensions}:${config.language}`;
     let embedder = localEmbedders.get(key);
@@ -22,7 +26,7 @@ export function embedderFor(deps: AppDeps, config: Pick<KbConfigRow, 'embedding'
   return createOpenAiEmbedder({
     http: deps.http,
     baseUrl: settings.baseUrl!,
-    apiKey: config.embedding_api_key_enc ? deps.secrets.open(config.embedding_api_key_enc) : undefined,
+    apiKey: apiKeyEnc ? deps.secrets.open(apiKeyEnc) : undefined,
     model: settings.model,
     dimensions: settings.dimensions || undefined,
   });

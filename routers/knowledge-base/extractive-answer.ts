@@ -265,7 +265,9 @@ function splitOnPunctuation(segment: string): string[] {
  * The" and "etc. Then" do split).
  */
 function isSentenceEnd(before: string, after: string): boolean {
-  const lastWord = /(\S+)$/.exec(before)?.[1] ?? '';
+  // Linear: a backtracking /(\S+)$/ over a long run of non-spaces was quadratic per boundary.
+  const lastSpace = Math.max(before.lastIndexOf(' '), before.lastIndexOf('\n'), before.lastIndexOf('\t'));
+  const lastWord = before.slice(lastSpace + 1);
   const bare = lastWord.replace(/^["'“‘(\[]+/, '').toLowerCase();
   if (LEADING_ABBREVIATIONS.has(bare)) return false;
   if (/^\p{L}$/u.test(bare)) return false;

@@ -16,6 +16,9 @@ export interface IngestPayload {
 }
 
 const EMBED_BATCH = 64;
+/** Per-document ceilings: beyond them a document fails with a reason instead of exhausting memory. */
+const MAX_EXTRACTED_CHARACTERS = 20_000_000;
+const MAX_CHUNKS = 20_000;
 
 export interface PreparedChunk {
   index: number;
@@ -64,8 +67,10 @@ export async function ingestDocument(deps: AppDeps, job: Job<IngestPayload>, ctx
     await setStage(deps, doc.id, 'extracting');
     const bytes = await deps.blobs.get(doc.blob_key);
     const extracted = await extractDocument(doc.kind, bytes, { signal: ctx.signal });
+    if (extracted.characters > MAX_EXTRACTED_CHARACTERS) throw new ParseError(`The document holds more than ${MAX_EXTRACTED_CHARACTERS.toLocaleString('en')} characters of text; split it into smaller files`);
     const chunks = await splitPages(extracted.pages, config.chunk_size, config.chunk_overlap);
     if (chunks.length === 0) throw new ParseError('The document contains no text');
+    if (chunks.length > MAX_CHUNKS) throw new ParseError(`The document makes ${chunks.length} chunks, more than the ${MAX_CHUNKS} allowed; use a larger chunk size or split the file`);
 
     await setStage(deps, doc.id, 'embedding');
     const embedder = embedderFor(deps, config);
@@ -106,11 +111,11 @@ export async function ingestDocument(deps: AppDeps, job: Job<IngestPayload>, ctx
       }
       const postings = rows.flatMap(({ id, terms }) => [...termFrequencies(terms)].map(([term, tf]) => ({ config_id: config.id, term, chunk_id: id, tf })));
       for (let i = 0; i < postings.length; i += 2000) await trx.insertInto('kb_postings').values(postings.slice(i, i + 2000)).execute();
-      // The embedding version may have moved on while we worked; those chunks are picked up by re-embedding.
-      const versionRow = await trx.selectFrom('kb_configs').select(['serving_version', 'embedding_version']).where('id', '=', config.id).executeTakeFirstOrThrow();
-      if (versionRow.serving_version === config.serving_version) {
-        await insertVectors(trx, rows.map(({ id }, i) => ({ chunkId: id, configId: config.id, version: config.serving_version, vector: vectors[i]! })), withVec);
-      }
+      // Locked so a re-embedding cannot switch models between this check and the commit. If it switched while
+      // we embedded, these vectors are of the old model: retry with the new one (the job is retried).
+      const versionRow = await trx.selectFrom('kb_configs').select(['serving_version']).where('id', '=', config.id).forUpdate().executeTakeFirstOrThrow();
+      if (versionRow.serving_version !== config.serving_version) throw new Error('the embedding model was switched while this document was processed');
+      await insertVectors(trx, rows.map(({ id }, i) => ({ chunkId: id, configId: config.id, version: config.serving_version, vector: vectors[i]! })), withVec);
       await trx
         .updateTable('kb_documents')
         .set({ status: 'completed', stage: 'searchable', error: null, page_count: extracted.pageCount, chunk_count: chunks.length, updated_at: new Date() })

@@ -160,8 +160,9 @@ export const kbQueryRouter = router({
       }),
     )
     .mutation(async ({ ctx, input }) => {
+      // The operator's key goes only to the operator's URL: an owner-supplied URL gets only the owner's key.
       const serviceUrl = input?.serviceUrl ?? ctx.deps.config.PARSER_SERVICE_URL;
-      const apiKey = input?.apiKey ?? ctx.deps.config.PARSER_SERVICE_KEY;
+      const apiKey = input?.serviceUrl ? input.apiKey : (input?.apiKey ?? ctx.deps.config.PARSER_SERVICE_KEY);
       if (!serviceUrl) {
         const results = await runParserSelfTest();
         const ok = results.every((r) => r.ok);

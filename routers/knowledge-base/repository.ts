@@ -24,6 +24,7 @@ export function toKbConfig(row: KbConfigRow) {
       dimensions: row.embedding.dimensions,
       hasApiKey: row.embedding_api_key_enc !== null,
     },
+    servingEmbeddingModel: row.serving_embedding.model,
     llm: row.llm ? { provider: row.llm.provider, model: row.llm.model, baseUrl: row.llm.baseUrl, hasApiKey: row.llm_api_key_enc !== null } : null,
     memory: { enabled: row.memory_enabled, maxMessages: row.memory_max_messages },
     tools: row.tools.map((t) => ({ name: t.name, enabled: t.enabled, config: t.config ?? {} })),

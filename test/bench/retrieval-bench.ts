@@ -16,9 +16,10 @@
  *    BM25 in memory (`Bm25Index`, k1 0.9, b 0.4) over the same title + text; the published BM25 figure
  *    (0.679, Anserini flat) rides along as a constant.
  * 3. Latency: each test query once through POST /api/v1/knowledge-base/query over HTTPS (sequential, one in
- *    flight, after a short warm-up), p50/p99; baseline: the same queries through `retrieve()` in-process at
- *    the knowledge base's depth (what the endpoint adds: HTTPS, auth, rate limit, validation, the
- *    extractive answer, serialisation).
+ *    flight, after a short warm-up), p50/p99; baseline: the same query through `retrieve()` in-process at
+ *    the knowledge base's depth, interleaved with the HTTPS one (order alternating per query) so both see
+ *    the same machine load. The difference is what the endpoint adds: HTTPS, auth, rate limit, validation,
+ *    the extractive answer, serialisation.
  *
  * stdout: one JSON line per figure, nothing else (progress on stderr):
  *   {"bench":"retrieval","dataset":"scifact","metric":"ndcg@10"|"recall@100","mode":...,"value":...,
@@ -328,19 +329,22 @@ async function queryLatency(service: BenchService, token: string, config: KbConf
     await ask(q.text);
     await retrieve(app.deps, config, q.text, config.retrieval_depth);
   }
+  // Paired and interleaved (the order alternates per query), so both sides see the same machine load.
   const http: number[] = [];
-  let sources = 0;
-  for (const q of dataset.queries) {
-    const t0 = performance.now();
-    const r = await ask(q.text);
-    http.push(performance.now() - t0);
-    sources += (r.json.data.sources as unknown[]).length;
-  }
   const inProcess: number[] = [];
-  for (const q of dataset.queries) {
-    const t0 = performance.now();
-    await retrieve(app.deps, config, q.text, config.retrieval_depth);
-    inProcess.push(performance.now() - t0);
+  let sources = 0;
+  for (const [i, q] of dataset.queries.entries()) {
+    for (const side of i % 2 === 0 ? (['http', 'in-process'] as const) : (['in-process', 'http'] as const)) {
+      const t0 = performance.now();
+      if (side === 'http') {
+        const r = await ask(q.text);
+        http.push(performance.now() - t0);
+        sources += (r.json.data.sources as unknown[]).length;
+      } else {
+        await retrieve(app.deps, config, q.text, config.retrieval_depth);
+        inProcess.push(performance.now() - t0);
+      }
+    }
   }
   return { http: latencySummary(http), inProcess: latencySummary(inProcess), meanSources: sources / dataset.queries.length };
 }
@@ -464,7 +468,7 @@ async function main() {
       }
     }
 
-    log(`query latency: ${dataset.queries.length} queries over HTTPS, then in-process (after ${LATENCY_WARMUP} warm-up queries each)`);
+    log(`query latency: ${dataset.queries.length} queries over HTTPS and in-process, interleaved (after ${LATENCY_WARMUP} warm-up queries each)`);
     const latency = await queryLatency(service, token, config, dataset);
     log(
       `  HTTPS p50 ${latency.http.p50.toFixed(1)} ms p99 ${latency.http.p99.toFixed(1)} ms; ` +

@@ -247,27 +247,64 @@ async function* sseJsonEvents(body: Readable): AsyncGenerator<{ event: string; d
  * prefix), or newline-delimited JSON; SSE framing (`data:` lines) is
  * accepted too. A JSON value may span lines until the blank line ending it.
  */
+/** Longest JSON event we assemble from several lines; beyond it the partial event is dropped. */
+const MAX_JSON_EVENT_CHARS = 1024 * 1024;
+
+/**
+ * Langflow's stream: JSON objects, one per line or spread over several lines, separated by blank lines.
+ * Objects are framed by tracking bracket depth (outside strings) as characters arrive, so each is parsed
+ * once: re-parsing the growing text at every line would be quadratic in a hostile upstream's reply.
+ */
 async function* jsonEvents(body: Readable): AsyncGenerator<{ event: string; data: unknown }> {
   const decoder = new StringDecoder('utf8');
   let buffer = '';
-  let pending: string[] = [];
+  let pending = '';
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+
+  const reset = () => {
+    pending = '';
+    depth = 0;
+    inString = false;
+    escaped = false;
+  };
 
   function* line(raw: string): Generator<{ event: string; data: unknown }> {
     let text = raw.trim();
     if (text === '') {
-      pending = [];
+      reset();
       return;
     }
-    if (text.startsWith(':') || /^(event|id|retry):/.test(text)) return;
-    if (text.startsWith('data:')) text = text.slice(5).trim();
-    pending.push(text);
-    try {
-      const parsed = JSON.parse(pending.join('\n')) as unknown;
-      pending = [];
-      yield { event: 'message', data: parsed };
-    } catch {
-      // Incomplete: wait for more lines.
+    if (depth === 0 && (text.startsWith(':') || /^(event|id|retry):/.test(text))) return;
+    if (depth === 0 && text.startsWith('data:')) text = text.slice(5).trim();
+    for (let i = 0; i < text.length; i++) {
+      const ch = text[i]!;
+      if (depth === 0 && ch !== '{' && ch !== '[') continue;
+      pending += ch;
+      if (inString) {
+        if (escaped) escaped = false;
+        else if (ch === '\\') escaped = true;
+        else if (ch === '"') inString = false;
+        continue;
+      }
+      if (ch === '"') inString = true;
+      else if (ch === '{' || ch === '[') depth++;
+      else if (ch === '}' || ch === ']') {
+        depth--;
+        if (depth === 0) {
+          const complete = pending;
+          reset();
+          try {
+            yield { event: 'message', data: JSON.parse(complete) as unknown };
+          } catch {
+            // Not JSON after all: skip it.
+          }
+        }
+      }
+      if (pending.length > MAX_JSON_EVENT_CHARS) reset();
     }
+    if (depth > 0) pending += '\n';
   }
 
   for await (const chunk of body as AsyncIterable<Buffer>) {
