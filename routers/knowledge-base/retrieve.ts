@@ -1,15 +1,14 @@
 import { sql, type Kysely } from 'kysely';
 import type { DB } from '../../db/types.ts';
 import type { AppDeps } from '../context.ts';
-import { analyze, termFrequencies, type AnalyzerLanguage } from './text-analysis.ts';
+import { analyze, BM25_DEFAULT_B, BM25_DEFAULT_K1, termFrequencies, type AnalyzerLanguage } from './text-analysis.ts';
 import { embedderFor } from './embedders.ts';
 import { isZeroVector, searchVectors } from './vectors.ts';
 import type { KbConfigRow } from './repository.ts';
 
-// BM25 with Anserini's defaults (the settings behind BM25's published BEIR figures); the same formula as
-// Bm25Index in text-analysis.ts, which tests hold this SQL to.
-const K1 = 0.9;
-const B = 0.4;
+// BM25 with the same formula and parameters as Bm25Index in text-analysis.ts, which tests hold this SQL to.
+const K1 = BM25_DEFAULT_K1;
+const B = BM25_DEFAULT_B;
 /** Candidates taken from each ranking before fusion. */
 export const CANDIDATES = 100;
 /**

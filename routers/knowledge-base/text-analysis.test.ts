@@ -202,7 +202,7 @@ describe('Bm25Index', () => {
         b: 'banana cherry', // |D| = 2, tf(cherry) = 1
         c: 'cherry cherry cherry durian', // |D| = 4, tf(cherry) = 3
       },
-      { language: 'other' },
+      { language: 'other', k1: 0.9, b: 0.4 },
     );
     // N = 3, avgdl = (3 + 2 + 4) / 3 = 3
     // idf(apple)  = ln(1 + (3 − 1 + 0.5)/(1 + 0.5)) = ln(8/3)  ≈ 0.980829

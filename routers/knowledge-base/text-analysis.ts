@@ -296,15 +296,19 @@ export const STOP_WORDS: Record<StopWordLanguage, ReadonlySet<string>> = {
 // BM25 reference index
 
 export interface Bm25Options {
-  /** Term-frequency saturation. Default 0.9 (Anserini). */
+  /** Term-frequency saturation. Default 1.2 (Lucene and Elasticsearch). */
   k1?: number;
-  /** Length normalisation, 0..1. Default 0.4 (Anserini). */
+  /** Length normalisation, 0..1. Default 0.75 (Lucene and Elasticsearch). */
   b?: number;
   language?: AnalyzerLanguage;
 }
 
-export const BM25_DEFAULT_K1 = 0.9;
-export const BM25_DEFAULT_B = 0.4;
+/**
+ * Lucene's and Elasticsearch's defaults. With this analyzer they score nDCG@10 0.680 on SciFact; Anserini's
+ * BEIR setting (0.9, 0.4) scores 0.677. Chosen as the standard defaults, not tuned on the test queries.
+ */
+export const BM25_DEFAULT_K1 = 1.2;
+export const BM25_DEFAULT_B = 0.75;
 
 /** idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5)); always > 0. */
 export function bm25Idf(documentCount: number, documentFrequency: number): number {
@@ -327,7 +331,7 @@ export function bm25Idf(documentCount: number, documentFrequency: number): numbe
  *   score(D, Q) = Σ over distinct t in terms(Q) of
  *                 qtf(t) · idf(t) · tf(t,D) · (k1 + 1) / (tf(t,D) + k1 · (1 − b + b · |D| / avgdl))
  *
- * with k1 = 0.9, b = 0.4 by default. Only documents containing at least one
+ * with k1 = 1.2, b = 0.75 by default. Only documents containing at least one
  * query term are returned (score > 0), by score descending, ties by id
  * ascending (UTF-16 code-unit order). Sums run over query terms in order of
  * first occurrence; another summation order may differ in the last bits, so

@@ -345,3 +345,19 @@ describe('GraphQL, vector paths, hostile files, limits', () => {
     }
   });
 });
+
+describe('lexical ranking', () => {
+  it('the SQL BM25 gives the same scores as the in-memory reference over the same chunks', async () => {
+    const { lexicalSearch } = await import('../../routers/knowledge-base/retrieve.ts');
+    const { Bm25Index, analyze } = await import('../../routers/knowledge-base/text-analysis.ts');
+    const chunks = await app.deps.database.db.selectFrom('kb_chunks').select(['id', 'text']).where('config_id', '=', configId).execute();
+    const reference = new Bm25Index({ language: 'en' });
+    for (const c of chunks) reference.add(c.id, c.text);
+    for (const question of ['panel warranty years', 'premium plan price EUR', 'clean panels with water', 'heat pumps']) {
+      const sql = await lexicalSearch(app.deps.database.db, configId, analyze(question, 'en'), 10);
+      const mem = reference.search(question, 10);
+      expect(sql.map((h) => h.chunkId)).toEqual(mem.map((h) => h.id));
+      sql.forEach((h, i) => expect(h.score).toBeCloseTo(mem[i]!.score, 6));
+    }
+  });
+});
