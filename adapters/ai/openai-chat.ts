@@ -291,7 +291,8 @@ function excerptOf(text: string): string {
   return `${stripped.slice(0, EXCERPT_MAX_CHARS - 1).trimEnd()}…`;
 }
 
-async function readCapped(body: Readable, maxBytes: number): Promise<string> {
+/** Reads a stream as UTF-8 text, stopping once `maxBytes` have arrived. */
+export async function readCapped(body: Readable, maxBytes: number): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body as AsyncIterable<Buffer>) {

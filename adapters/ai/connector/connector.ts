@@ -11,7 +11,7 @@
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { OutboundError, type GuardedHttpClient } from '../../http/guarded-client.ts';
-import { errorExcerpt } from '../openai-chat.ts';
+import { errorExcerpt, readCapped } from '../openai-chat.ts';
 import { parseSse } from '../sse.ts';
 import { detectEndpointType } from './detect.ts';
 import { buildBody, buildHeaders, createStreamHandler, extractReply, invalidResponse, noTextFound, type StreamHandler } from './formats.ts';
@@ -88,14 +88,14 @@ export async function* streamEndpoint(http: GuardedHttpClient, req: ConnectorReq
   }
   const { status, body } = opened;
   try {
-    if (status < 200 || status > 299) throw call.statusError(status, await readBody(body, ERROR_BODY_MAX_BYTES));
+    if (status < 200 || status > 299) throw call.statusError(status, await readCapped(body, ERROR_BODY_MAX_BYTES));
 
     const contentType = String(opened.headers['content-type'] ?? '').toLowerCase();
     const streamed = contentType.includes('event-stream') || (type === 'flow' && contentType.includes('ndjson'));
     if (!streamed) {
       // The upstream answered with one document (no streaming support, or an
       // error page): same parsing and errors as a non-streamed call.
-      const { text, usage } = call.parseComplete(await readBody(body, Number.POSITIVE_INFINITY));
+      const { text, usage } = call.parseComplete(await readCapped(body, Number.POSITIVE_INFINITY));
       if (text !== '') yield { type: 'delta', text };
       yield { type: 'done', reply: { type, text, status, latencyMs: elapsed(started), usage } };
       return;
@@ -315,17 +315,6 @@ async function* jsonEvents(body: Readable): AsyncGenerator<{ event: string; data
   }
   buffer += decoder.end();
   if (buffer !== '') yield* line(buffer);
-}
-
-async function readBody(body: Readable, maxBytes: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    chunks.push(chunk);
-    size += chunk.length;
-    if (size >= maxBytes) break;
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 function hostOf(url: string): string {
