@@ -123,6 +123,9 @@ async function deleteDocuments(deps: Parameters<typeof ownedConfig>[0], ownerId:
   const valid = ids.filter(isUuid);
   if (valid.length === 0) return 0;
   const removed = await deps.database.db.transaction().execute(async (trx) => {
+    // Same lock order as ingestion (config rows first, then documents), so the two never deadlock.
+    const configIds = (await trx.selectFrom('kb_documents').select('config_id').distinct().where('owner_id', '=', ownerId).where('id', 'in', valid).execute()).map((r) => r.config_id).sort();
+    if (configIds.length > 0) await trx.selectFrom('kb_configs').select('id').where('id', 'in', configIds).orderBy('id').forNoKeyUpdate().execute();
     const rows = await trx.deleteFrom('kb_documents').where('owner_id', '=', ownerId).where('id', 'in', valid).returning(['id', 'config_id', 'blob_key']).execute();
     await repo.deleteJobsFor(trx, 'documentId', rows.map((r) => r.id));
     for (const configId of new Set(rows.map((r) => r.config_id))) await repo.bumpContentVersion(trx, configId);

@@ -85,6 +85,13 @@ export async function ingestDocument(deps: AppDeps, job: Job<IngestPayload>, ctx
     const language = config.language as AnalyzerLanguage;
     const withVec = deps.vectorSearch === 'pgvector' || (await hasVecColumn(db));
     await db.transaction().execute(async (trx) => {
+      // Lock order: the config row first, before any insert. The chunk inserts take KEY SHARE locks on it
+      // through their foreign key; upgrading to a row lock after that deadlocks two concurrent ingestions.
+      // Held here, it also stops a re-embedding from switching models before this commits.
+      const versionRow = await trx.selectFrom('kb_configs').select(['serving_version']).where('id', '=', config.id).forNoKeyUpdate().executeTakeFirst();
+      if (!versionRow) return;
+      // If the model was switched while we embedded, these vectors are of the old one: retry with the new one.
+      if (versionRow.serving_version !== config.serving_version) throw new Error('the embedding model was switched while this document was processed');
       const current = await trx.selectFrom('kb_documents').select(['status']).where('id', '=', doc.id).forUpdate().executeTakeFirst();
       if (current?.status !== 'processing') return;
       await trx.deleteFrom('kb_chunks').where('document_id', '=', doc.id).execute();
@@ -111,10 +118,6 @@ export async function ingestDocument(deps: AppDeps, job: Job<IngestPayload>, ctx
       }
       const postings = rows.flatMap(({ id, terms }) => [...termFrequencies(terms)].map(([term, tf]) => ({ config_id: config.id, term, chunk_id: id, tf })));
       for (let i = 0; i < postings.length; i += 2000) await trx.insertInto('kb_postings').values(postings.slice(i, i + 2000)).execute();
-      // Locked so a re-embedding cannot switch models between this check and the commit. If it switched while
-      // we embedded, these vectors are of the old model: retry with the new one (the job is retried).
-      const versionRow = await trx.selectFrom('kb_configs').select(['serving_version']).where('id', '=', config.id).forUpdate().executeTakeFirstOrThrow();
-      if (versionRow.serving_version !== config.serving_version) throw new Error('the embedding model was switched while this document was processed');
       await insertVectors(trx, rows.map(({ id }, i) => ({ chunkId: id, configId: config.id, version: config.serving_version, vector: vectors[i]! })), withVec);
       await trx
         .updateTable('kb_documents')

@@ -44,7 +44,7 @@ export async function reembedConfig(deps: AppDeps, job: Job<ReembedPayload>, ctx
     // Switch only if no chunk lacks a new vector, checked under the config row lock that ingestion also
     // takes: a document committed meanwhile sends us round the loop once more.
     const switched = await db.transaction().execute(async (trx) => {
-      const current = await trx.selectFrom('kb_configs').select(['embedding_version']).where('id', '=', config.id).forUpdate().executeTakeFirst();
+      const current = await trx.selectFrom('kb_configs').select(['embedding_version']).where('id', '=', config.id).forNoKeyUpdate().executeTakeFirst();
       if (current?.embedding_version !== job.payload.version) return true;
       const { rows } = await sql<{ n: number }>`
         select count(*)::int as n from kb_chunks c
