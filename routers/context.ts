@@ -39,8 +39,8 @@ export interface Context {
   /** A procedure may choose a different success status (e.g. 200 for an upload that was a duplicate).
    *  An object, like responseHeaders, because middlewares hand procedures a copy of the context. */
   response: { status?: 200 | 201 };
-  /** Procedure paths already counted by the rate limiter in this request. */
-  rateLimitChecked?: Set<string>;
+  /** The procedure path the REST adapter already counted (uploads are limited before their body is read). */
+  rateLimitPrecounted?: string;
   /** The client asked for Server-Sent Events (`Accept: text/event-stream`). */
   acceptsEventStream: boolean;
   signal?: AbortSignal;

@@ -3,7 +3,8 @@ import type { OpenApiMeta } from 'trpc-to-openapi';
 import { AppError } from '../schema/errors.ts';
 import type { Context } from './context.ts';
 import { unauthorized, type OwnerPrincipal } from './auth/caller.ts';
-import { timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { clientKey } from '../server/rate-limit/client-key.ts';
 
 export type AuthRule = 'public' | 'session' | 'apiKey' | 'sessionOrApiKey' | 'enterprise' | 'admin' | 'cron';
 export type RateLimitBucket = 'chat' | 'kbQuery' | 'upload' | 'default';
@@ -54,10 +55,8 @@ function bucketLimit(ctx: Context, bucket: RateLimitBucket): number {
  * limited before its body is read); the procedure's middleware then does not count the call again.
  */
 export async function enforceRateLimit(ctx: Context, bucket: RateLimitBucket, path: string) {
-  if (ctx.rateLimitChecked?.has(path)) return;
-  (ctx.rateLimitChecked ??= new Set()).add(path);
   const caller = await ctx.getCaller();
-  const who = caller.kind === 'owner' ? `o:${caller.owner.id}` : caller.kind === 'apiKey' ? `k:${caller.keyId}` : `ip:${ctx.clientIp}`;
+  const who = caller.kind === 'owner' ? `o:${caller.owner.id}` : caller.kind === 'apiKey' ? `k:${caller.keyId}` : `ip:${clientKey(ctx.clientIp)}`;
   const limit = bucketLimit(ctx, bucket);
   const decision = await ctx.deps.rateLimiter.hit(`${bucket}:${path}:${who}`, limit, ctx.deps.config.RATE_LIMIT_WINDOW_SECONDS * 1000);
   ctx.responseHeaders['X-RateLimit-Limit'] = String(decision.limit);
@@ -70,7 +69,10 @@ export async function enforceRateLimit(ctx: Context, bucket: RateLimitBucket, pa
 }
 
 const rateLimited = t.middleware(async ({ ctx, meta, path, next }) => {
-  await enforceRateLimit(ctx, meta?.rateLimit ?? 'default', path);
+  // Every call counts (a tRPC batch or GraphQL aliases are many calls), except the one a REST adapter
+  // already counted before reading an upload's body: that pre-count is consumed here, once.
+  if (ctx.rateLimitPrecounted === path) ctx.rateLimitPrecounted = undefined;
+  else await enforceRateLimit(ctx, meta?.rateLimit ?? 'default', path);
   return next();
 });
 
@@ -113,7 +115,9 @@ export const ownerOrKeyProcedure = base.meta({ auth: 'sessionOrApiKey' }).use(as
 export const cronProcedure = base.meta({ auth: 'cron' }).use(({ ctx, next }) => {
   const secret = ctx.deps.config.CRON_SECRET;
   const given = /^Bearer\s+(\S+)$/i.exec(ctx.authorization ?? '')?.[1] ?? '';
-  const ok = secret !== undefined && given.length === secret.length && timingSafeEqual(Buffer.from(given), Buffer.from(secret));
+  // Digests have equal lengths whatever was sent, so the comparison itself can neither throw nor leak length.
+  const digest = (value: string) => createHash('sha256').update(value).digest();
+  const ok = secret !== undefined && given !== '' && timingSafeEqual(digest(given), digest(secret));
   if (!ok) throw new AppError('UNAUTHORIZED', 'Invalid cron secret');
   return next();
 });

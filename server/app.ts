@@ -92,7 +92,11 @@ export async function startApp(config: Config, options: { database?: Database; l
       '/api/v1/docs': () => ({ contentType: 'text/html; charset=utf-8', body: (docsPage ??= renderDocsPage(openApiDocument())) }),
     },
   });
-  const dispatch = createDispatcher(deps, { rest, trpc: createTrpcHandler(appRouter), graphql: createGraphqlHandler(appRouter) });
+  const dispatch = createDispatcher(deps, {
+    rest,
+    trpc: createTrpcHandler(appRouter, config.JSON_BODY_LIMIT_BYTES),
+    graphql: createGraphqlHandler(appRouter, config.JSON_BODY_LIMIT_BYTES),
+  });
   const tls = await loadTlsMaterial({ certPath: config.TLS_CERT, keyPath: config.TLS_KEY, dataDir: config.DATA_DIR });
   const listener = createDualListener(tls, dispatch);
   await new Promise<void>((resolve, reject) => {

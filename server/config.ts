@@ -61,6 +61,11 @@ export const configSchema = z.object({
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });
 
+/** Cross-variable rules. An issuer without an audience would accept ID tokens minted for any other app. */
+const configRules = configSchema.superRefine((c, ctx) => {
+  if (c.OIDC_ISSUER && URL.canParse(c.OIDC_ISSUER) && !c.OIDC_AUDIENCE) ctx.addIssue({ code: 'custom', path: ['OIDC_AUDIENCE'], message: 'is required when OIDC_ISSUER is set (your client id at the provider)' });
+});
+
 export type Config = z.infer<typeof configSchema>;
 
 export class ConfigError extends Error {
@@ -73,7 +78,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const value = env[key]?.trim();
     if (value !== undefined && value !== '') picked[key] = value;
   }
-  const parsed = configSchema.safeParse(picked);
+  const parsed = configRules.safeParse(picked);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);

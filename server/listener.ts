@@ -6,6 +6,7 @@ import type { TlsMaterial } from './tls.ts';
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse, secure: boolean) => void;
 
 const TLS_HANDSHAKE = 0x16;
+const FIRST_BYTE_TIMEOUT_MS = 10_000;
 
 /**
  * One port for both protocols: the first byte of a connection tells a TLS handshake from plain HTTP.
@@ -22,7 +23,10 @@ export function createDualListener(tls: TlsMaterial, handle: RequestHandler): { 
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
     socket.once('error', () => socket.destroy());
+    // A connection that never sends a byte would otherwise be held for ever (the HTTP timeouts start later).
+    socket.setTimeout(FIRST_BYTE_TIMEOUT_MS, () => socket.destroy());
     socket.once('data', (first: Buffer) => {
+      socket.setTimeout(0);
       socket.pause();
       socket.unshift(first);
       (first[0] === TLS_HANDSHAKE ? https : http).emit('connection', socket);

@@ -4,10 +4,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context } from '../../routers/context.ts';
 import { buildGraphqlSchema } from './schema.ts';
 
-export function createGraphqlHandler(router: AnyRouter) {
+export function createGraphqlHandler(router: AnyRouter, maxBodyBytes: number) {
   const yoga = createYoga<{ ctx: Context }, Context>({
     schema: buildGraphqlSchema(router) as never,
     graphqlEndpoint: '/graphql',
+    maxRequestBodySize: maxBodyBytes,
     context: ({ ctx }) => ctx,
     // Our resolvers already turn errors into safe GraphQLErrors; anything else is masked by Yoga.
     maskedErrors: true,

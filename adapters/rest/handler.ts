@@ -48,6 +48,7 @@ export function createRestHandler(options: RestHandlerOptions) {
       if (caller.kind !== 'owner') return { ...params };
       // Limited before the body is read: a refused upload costs no memory.
       await enforceRateLimit(ctx, route.meta.rateLimit ?? 'default', route.procedurePath);
+      ctx.rateLimitPrecounted = route.procedurePath;
       const { fileField, maxBytes } = route.meta.multipart;
       input = await readMultipart(req, { fileField, maxBytes: maxBytes === 'plan' ? UPLOAD_LIMIT_BYTES[caller.owner.plan] : maxBytes });
     } else if (method === 'GET' || method === 'HEAD') {

@@ -46,7 +46,10 @@ function withWireErrorCodes(router: AnyRouter): AnyRouter {
 }
 
 /** /trpc/* for first-party apps using the typed client. Same procedures, same context, same status mapping. */
-export function createTrpcHandler(appRouter: AnyRouter) {
+/** Calls per tRPC batch: each is counted by the rate limiter, and a huge batch is refused outright. */
+const MAX_BATCH_SIZE = 20;
+
+export function createTrpcHandler(appRouter: AnyRouter, maxBodyBytes: number) {
   const router = withWireErrorCodes(appRouter);
   return async (req: IncomingMessage, res: ServerResponse, ctx: Context, url: URL) => {
     await nodeHTTPRequestHandler({
@@ -54,6 +57,8 @@ export function createTrpcHandler(appRouter: AnyRouter) {
       req,
       res,
       path: url.pathname.slice('/trpc/'.length),
+      maxBodySize: maxBodyBytes,
+      maxBatchSize: MAX_BATCH_SIZE,
       createContext: () => ctx,
       responseMeta({ errors }) {
         const statuses = errors.map((e) => HTTP_STATUS[toClientError(e).appError.code]);

@@ -211,14 +211,23 @@ async function findOrLinkOwner(deps: AppDeps, subject: string, claims: JWTPayloa
   }
 }
 
+/**
+ * Links a password account to the provider subject whose verified email it carries. Sign-up never verified
+ * that email, so whoever created the account may not be its owner: its password and sessions are dropped,
+ * and from now on the account is reached through the provider.
+ */
 function linkSubject(db: Kysely<DB>, ownerId: string, subject: string) {
-  return db
-    .updateTable('owners')
-    .set({ oidc_subject: subject, updated_at: new Date() })
-    .where('id', '=', ownerId)
-    .where('oidc_subject', 'is', null)
-    .returningAll()
-    .executeTakeFirst();
+  return db.transaction().execute(async (trx) => {
+    const linked = await trx
+      .updateTable('owners')
+      .set({ oidc_subject: subject, password_hash: null, updated_at: new Date() })
+      .where('id', '=', ownerId)
+      .where('oidc_subject', 'is', null)
+      .returningAll()
+      .executeTakeFirst();
+    if (linked) await trx.deleteFrom('sessions').where('owner_id', '=', ownerId).execute();
+    return linked;
+  });
 }
 
 function nameFrom(claim: unknown): string | null {

@@ -57,7 +57,8 @@ async function hostChanged(db: AppDeps['database']['db'], ownerId: string, id: s
   if (nextUrl === undefined) return false;
   const current = await repo.findOwnedInterface(db, ownerId, id);
   if (!current?.endpoint_url || !nextUrl) return true;
-  return new URL(current.endpoint_url).host !== new URL(nextUrl).host;
+  // Origin, not host: a key saved for https must not follow the endpoint to plain http.
+  return new URL(current.endpoint_url).origin !== new URL(nextUrl).origin;
 }
 
 const conflict = () => new AppError('CONFLICT', 'Slug already in use', 'slug: choose another slug');

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { DB } from '../../db/types.ts';
 import { jsonb } from '../../db/json.ts';
 import { toIso } from '../../schema/common.ts';
@@ -45,6 +45,32 @@ export async function appendMessages(
     }
     return rows;
   });
+}
+
+/**
+ * One visitor turn (the message and the reply) in ONE statement: the session row is created or touched and
+ * both messages are inserted atomically, without the round trips of BEGIN/INSERT.../COMMIT on the hot path.
+ */
+export async function recordExchange(
+  db: Kysely<DB>,
+  session: { id: string; chatInterfaceId: string; ownerId: string },
+  exchange: { message: string; reply: string; sources: unknown; usage: unknown; toolCalls: unknown },
+) {
+  await sql`
+    with session as (
+      insert into chat_sessions (id, chat_interface_id, owner_id, last_message_at)
+      values (${session.id}, ${session.chatInterfaceId}::uuid, ${session.ownerId}::uuid, now())
+      on conflict (id) do update set last_message_at = excluded.last_message_at
+      returning id
+    )
+    insert into chat_messages (id, session_id, role, content, sources, usage, tool_calls)
+    select m.id, session.id, m.role, m.content, m.sources, m.usage, m.tool_calls
+    from session, (values
+      (${randomUUID()}::uuid, 'user', ${exchange.message}::text, '[]'::jsonb, null::jsonb, '[]'::jsonb, 1),
+      (${randomUUID()}::uuid, 'assistant', ${exchange.reply}::text, cast(${JSON.stringify(exchange.sources)}::text as jsonb),
+        cast(${JSON.stringify(exchange.usage)}::text as jsonb), cast(${JSON.stringify(exchange.toolCalls)}::text as jsonb), 2)
+    ) as m(id, role, content, sources, usage, tool_calls, ord)
+    order by m.ord`.execute(db);
 }
 
 export function toChatMessage(row: { id: string; role: string; content: string; sources: unknown; usage: unknown; tool_calls: unknown; created_at: Date }) {

@@ -52,10 +52,13 @@ async function prepareChat(deps: AppDeps, keyInterfaceId: string, input: z.infer
 }
 
 async function record(deps: AppDeps, prepared: PreparedChat, reply: { text: string; sources: unknown[]; usage: unknown }) {
-  await repo.appendMessages(deps.database.db, prepared.session, [
-    { role: 'user', content: prepared.backend.message },
-    { role: 'assistant', content: reply.text, sources: reply.sources, usage: reply.usage, toolCalls: prepared.tools.toolCalls },
-  ]);
+  await repo.recordExchange(deps.database.db, prepared.session, {
+    message: prepared.backend.message,
+    reply: reply.text,
+    sources: reply.sources,
+    usage: reply.usage,
+    toolCalls: prepared.tools.toolCalls,
+  });
 }
 
 async function* streamChat(ctx: Context, prepared: PreparedChat) {

@@ -108,7 +108,7 @@ export const kbConfigsRouter = router({
       const nextEmbedding = input.embedding ? embeddingSettings(input.embedding) : undefined;
       const embeddingChanged = nextEmbedding !== undefined && !sameEmbedding(current.embedding, nextEmbedding);
       // A stored provider key follows its host: a new host without a new key gets no key.
-      const sameHost = (a?: string | null, b?: string | null) => !!a && !!b && new URL(a).host === new URL(b).host;
+      const sameHost = (a?: string | null, b?: string | null) => !!a && !!b && new URL(a).origin === new URL(b).origin;
       const nextEmbeddingKey =
         input.embedding?.provider !== 'openai'
           ? null

@@ -27,7 +27,19 @@ const leadCaptureConfig = z.object({
 
 const bookSlotConfig = z.object({
   durationMinutes: z.number().int().min(5).max(480).default(30),
-  timezone: z.string().min(1).max(64).default('UTC'),
+  timezone: z
+    .string()
+    .min(1)
+    .max(64)
+    .refine((zone) => {
+      try {
+        new Intl.DateTimeFormat('en', { timeZone: zone });
+        return true;
+      } catch {
+        return false;
+      }
+    }, 'must be an IANA time zone such as Europe/Berlin')
+    .default('UTC'),
   daysAhead: z.number().int().min(1).max(90).default(14),
 });
 

@@ -120,14 +120,16 @@ describe('OIDC ID tokens as owner bearer tokens', () => {
     expect(res.body.data.owner.role).toBe('admin');
   });
 
-  it('links an existing password owner by verified email; the password keeps working', async () => {
-    const { ownerId, email } = await app.signUp('linkme');
+  it('links an existing password owner by verified email, dropping the unverified password and its sessions', async () => {
+    const { ownerId, email, token } = await app.signUp('linkme');
     const sub = freshSub();
     const res = await me(await idToken({ sub, email }));
     expect(res.status).toBe(200);
     expect(res.body.data.owner.id).toBe(ownerId);
+    // Whoever signed up with that email never proved owning it: their password and session stop working.
     const signIn = await app.request('POST', '/api/v1/auth/sign-in', { body: { email, password: 'correct horse battery' } });
-    expect(signIn.status).toBe(200);
+    expect(signIn.status).toBe(401);
+    expect((await app.request('GET', '/api/v1/auth/me', { token })).status).toBe(401);
     // A second subject claiming the same (already linked) email is refused.
     expect((await me(await idToken({ email }))).status).toBe(401);
   });

@@ -144,4 +144,34 @@ describe('review regressions', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
   });
+
+  it('every call of a tRPC batch and every GraphQL alias counts against the rate limit; bodies and batches are capped', async () => {
+    const limited = await startTestApp({ RATE_LIMIT_DEFAULT: '3', JSON_BODY_LIMIT_BYTES: '4096' });
+    try {
+      const owner = await limited.signUp('batch');
+      const paths = Array.from({ length: 5 }, () => 'auth.me').join(',');
+      const batch = await limited.request('GET', `/trpc/${paths}?batch=1&input=${encodeURIComponent(JSON.stringify({}))}`, { token: owner.token });
+      const results = batch.body as Array<{ error?: { data?: { code?: string } } }>;
+      expect(results.filter((r) => r.error?.data?.code === 'TOO_MANY_REQUESTS')).toHaveLength(2);
+      const huge = Array.from({ length: 25 }, () => 'translations.get').join(',');
+      expect((await limited.request('GET', `/trpc/${huge}?batch=1`)).status).toBe(400);
+      const aliases = Array.from({ length: 5 }, (_, i) => `a${i}: apiKeys { id }`).join(' ');
+      const gql = await limited.request('POST', '/graphql', { token: owner.token, body: { query: `{ ${aliases} }` } });
+      expect(gql.body.errors.filter((e: { extensions: { code: string } }) => e.extensions.code === 'RATE_LIMITED').length).toBeGreaterThanOrEqual(2);
+      const big = await limited.request('POST', '/trpc/auth.signIn', { body: { email: 'x@example.com', password: 'y'.repeat(10_000) } });
+      expect(big.status).toBe(413);
+      const bigGql = await limited.request('POST', '/graphql', { body: { query: `{ me { id } } # ${'y'.repeat(10_000)}` } });
+      expect(bigGql.status).toBe(413);
+    } finally {
+      await limited.stop();
+    }
+  });
+
+  it('book_slot time zones are validated', async () => {
+    const owner = await app.signUp('scheme');
+    const kb = (await app.request('POST', '/api/v1/knowledge-base/configs', { token: owner.token, body: {} })).body.data.config.id;
+    const bad = await app.request('PATCH', `/api/v1/knowledge-base/configs/${kb}/tools`, { token: owner.token, body: { tools: [{ name: 'book_slot', enabled: true, config: { timezone: 'Foo/Bar' } }] } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.details).toContain('timezone');
+  });
 });

@@ -99,6 +99,11 @@ describe('loadConfig', () => {
     for (const line of error.message.split('\n').slice(1)) expect(line.startsWith(`  ${name}: `), line).toBe(true);
   });
 
+  it('requires OIDC_AUDIENCE with OIDC_ISSUER', () => {
+    expect(configErrorOf({ OIDC_ISSUER: 'https://issuer.example.com' }).message).toContain('OIDC_AUDIENCE: is required when OIDC_ISSUER is set');
+    expect(() => loadConfig({ OIDC_ISSUER: 'https://issuer.example.com', OIDC_AUDIENCE: 'client-1' })).not.toThrow();
+  });
+
   it('names the reason for the URL checks', () => {
     expect(configErrorOf({ DATABASE_URL: 'mysql://x' }).message).toContain('DATABASE_URL: must be a postgres:// URL');
     expect(configErrorOf({ REDIS_URL: 'http://x' }).message).toContain('REDIS_URL: must be a redis:// URL');
