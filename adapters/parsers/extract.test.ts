@@ -195,7 +195,7 @@ describe('extractDocument: DOCX', () => {
 
   it('accepts a real document under tighter custom limits, refuses it when they are exceeded', async () => {
     const docx = await docxWithTable();
-    await expect(extractDocument('docx', docx, { zipLimits: { maxEntries: 50, maxTotalInflatedBytes: 10_000_000, maxRatio: 50 } })).resolves.toBeTruthy();
+    await expect(extractDocument('docx', docx, { zipLimits: { maxEntries: 50, maxTotalInflatedBytes: 10_000_000, maxRatio: 50 } })).resolves.toMatchObject({ kind: 'docx', pageCount: null });
     await expectParseError(
       extractDocument('docx', docx, { zipLimits: { maxEntries: 3, maxTotalInflatedBytes: 10_000_000, maxRatio: 50 } }),
       /zip bomb: it has \d+ entries \(the limit is 3\)/,

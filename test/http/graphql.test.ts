@@ -243,8 +243,8 @@ describe('GraphQL (/graphql)', () => {
     expect(Number.isInteger(remaining) && remaining >= 0 && remaining < limit).toBe(true);
     expect(res.headers['x-ratelimit-reset']).toMatch(/^\d+$/);
     // The usual dispatcher headers are there too.
-    expect(res.headers['x-request-id']).toBeTruthy();
-    expect(res.headers['strict-transport-security']).toBeTruthy();
+    expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(res.headers['strict-transport-security']).toContain('max-age=63072000');
   });
 
   describe('a syntax error -> GraphQL error response without stack traces', () => {
