@@ -18,12 +18,24 @@ export function toApiKey(row: ApiKeyRow) {
   };
 }
 
+/** The active key with the chat interface it is bound to (one query: the chat path needs both). */
 export function findActiveKeyByHash(db: Kysely<DB>, keyHash: string) {
   return db
     .selectFrom('api_keys')
-    .select(['id', 'owner_id', 'chat_interface_id', 'last_used_at'])
-    .where('key_hash', '=', keyHash)
-    .where('active', '=', true)
+    .innerJoin('chat_interfaces', 'chat_interfaces.id', 'api_keys.chat_interface_id')
+    .select([
+      'api_keys.id',
+      'api_keys.owner_id',
+      'api_keys.chat_interface_id',
+      'api_keys.last_used_at',
+      'chat_interfaces.slug',
+      'chat_interfaces.config_id',
+      'chat_interfaces.endpoint_url',
+      'chat_interfaces.endpoint_type',
+      'chat_interfaces.endpoint_api_key_enc',
+    ])
+    .where('api_keys.key_hash', '=', keyHash)
+    .where('api_keys.active', '=', true)
     .executeTakeFirst();
 }
 

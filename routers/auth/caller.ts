@@ -13,9 +13,20 @@ export interface OwnerPrincipal {
   role: 'owner' | 'admin';
 }
 
+/** The chat interface an API key is bound to, read with the key (the chat endpoint needs nothing else). */
+export interface KeyInterface {
+  id: string;
+  owner_id: string;
+  slug: string;
+  config_id: string | null;
+  endpoint_url: string | null;
+  endpoint_type: string | null;
+  endpoint_api_key_enc: string | null;
+}
+
 export type Caller =
   | { kind: 'owner'; owner: OwnerPrincipal; sessionId: string }
-  | { kind: 'apiKey'; keyId: string; ownerId: string; chatInterfaceId: string }
+  | { kind: 'apiKey'; keyId: string; ownerId: string; chatInterfaceId: string; chatInterface?: KeyInterface }
   | { kind: 'anonymous'; reason: 'missing' | 'invalid' };
 
 export const sha256Hex = (value: string) => createHash('sha256').update(value).digest('hex');
@@ -36,7 +47,21 @@ export async function resolveCaller(deps: AppDeps, authorization: string | undef
     const key = await findActiveKeyByHash(deps.database.db, sha256Hex(token));
     if (!key) return { kind: 'anonymous', reason: 'invalid' };
     await touchKeyLastUsed(deps.database.db, key.id, key.last_used_at);
-    return { kind: 'apiKey', keyId: key.id, ownerId: key.owner_id, chatInterfaceId: key.chat_interface_id };
+    return {
+      kind: 'apiKey',
+      keyId: key.id,
+      ownerId: key.owner_id,
+      chatInterfaceId: key.chat_interface_id,
+      chatInterface: {
+        id: key.chat_interface_id,
+        owner_id: key.owner_id,
+        slug: key.slug,
+        config_id: key.config_id,
+        endpoint_url: key.endpoint_url,
+        endpoint_type: key.endpoint_type,
+        endpoint_api_key_enc: key.endpoint_api_key_enc,
+      },
+    };
   }
 
   // Optional OIDC: ID tokens are JWTs (dotted); session tokens are 43 base64url characters without dots.

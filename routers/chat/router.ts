@@ -4,7 +4,7 @@ import { chatMessageSchema, chatRequestSchema, chatResponseSchema, sessionIdSche
 import type { AppDeps, Context } from '../context.ts';
 import { apiKeyProcedure, ownerOrKeyProcedure, ownerProcedure, router } from '../trpc.ts';
 import { findConfig } from '../knowledge-base/repository.ts';
-import type { Caller } from '../auth/caller.ts';
+import type { Caller, KeyInterface } from '../auth/caller.ts';
 import * as repo from './repository.ts';
 import { runChatBackend, streamChatBackend, type ChatBackendInput } from './backend.ts';
 import { selectToolCalls } from './tools.ts';
@@ -20,11 +20,12 @@ interface PreparedChat {
   tools: ReturnType<typeof selectToolCalls>;
 }
 
-async function prepareChat(deps: AppDeps, keyInterfaceId: string, input: z.infer<typeof chatRequestSchema>, signal?: AbortSignal): Promise<PreparedChat> {
+async function prepareChat(deps: AppDeps, key: { chatInterfaceId: string; chatInterface?: KeyInterface }, input: z.infer<typeof chatRequestSchema>, signal?: AbortSignal): Promise<PreparedChat> {
   const db = deps.database.db;
-  const iface = await repo.findInterfaceBySlug(db, input.slug);
+  // The key's own interface came with the key; only a mismatched slug needs a lookup (to tell 403 from 404).
+  const iface = key.chatInterface?.slug === input.slug ? key.chatInterface : await repo.findInterfaceBySlug(db, input.slug);
   if (!iface) throw new AppError('NOT_FOUND', 'Chat interface not found');
-  if (iface.id !== keyInterfaceId) throw new AppError('FORBIDDEN', 'This API key belongs to another chat interface');
+  if (iface.id !== key.chatInterfaceId) throw new AppError('FORBIDDEN', 'This API key belongs to another chat interface');
   let isNew = true;
   let sessionId = repo.newSessionId();
   if (input.sessionId) {
@@ -111,7 +112,7 @@ export const chatRouter = router({
     .input(chatRequestSchema)
     .output(chatResponseSchema.or(z.custom<AsyncIterable<unknown>>((v) => typeof v === 'object' && v !== null && Symbol.asyncIterator in v).meta({ override: { type: 'string', description: 'text/event-stream (with Accept: text/event-stream)' } })))
     .mutation(async ({ ctx, input }) => {
-      const prepared = await prepareChat(ctx.deps, ctx.apiKey.chatInterfaceId, input, ctx.signal);
+      const prepared = await prepareChat(ctx.deps, ctx.apiKey, input, ctx.signal);
       if (ctx.acceptsEventStream) return streamChat(ctx, prepared);
       const reply = await runChatBackend(ctx.deps, prepared.backend);
       await record(ctx.deps, prepared, reply);
