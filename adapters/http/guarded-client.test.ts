@@ -499,3 +499,141 @@ describe('stream', () => {
     await expectOutbound(readAll(res.body), 'timeout');
   });
 });
+
+describe('connection reuse', () => {
+  interface CountingServer extends TestServer {
+    connections: () => number;
+    openSockets: () => number;
+  }
+
+  async function startCounting(host: string, port = 0): Promise<CountingServer> {
+    const hits: string[] = [];
+    const server = http.createServer((req, res) => {
+      hits.push(req.url ?? '');
+      if (req.url === '/big') {
+        res.writeHead(200, { 'content-length': String(TWO_MB) });
+        res.end(Buffer.alloc(TWO_MB, 0x61));
+      } else if (req.url === '/big-chunked') {
+        for (let i = 0; i < 32; i += 1) res.write(Buffer.alloc(TWO_MB / 32, 0x61));
+        res.end();
+      } else if (req.url === '/redirect') {
+        res.writeHead(302, { location: 'http://127.0.0.1/elsewhere' });
+        res.end('moved');
+      } else if (req.url === '/hang') {
+        res.writeHead(200);
+        res.write('partial');
+      } else {
+        res.end(`${host} ok`);
+      }
+    });
+    let connections = 0;
+    const sockets = new Set<import('node:net').Socket>();
+    server.on('connection', (socket) => {
+      connections += 1;
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, resolve);
+    });
+    return {
+      server,
+      port: (server.address() as AddressInfo).port,
+      hits,
+      connections: () => connections,
+      openSockets: () => sockets.size,
+    };
+  }
+
+  const servers: TestServer[] = [];
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map(stopServer));
+  });
+  async function counting(host: string, port?: number): Promise<CountingServer> {
+    const s = await startCounting(host, port);
+    servers.push(s);
+    return s;
+  }
+
+  it('reuses one connection for sequential requests to the same checked target', async () => {
+    const s = await counting('127.0.0.1');
+    const client = createGuardedHttpClient({ allowHosts: [`127.0.0.1:${s.port}`] });
+    const first = await client.request(`http://127.0.0.1:${s.port}/a`);
+    const second = await client.request(`http://127.0.0.1:${s.port}/b`);
+    expect([first.text(), second.text()]).toEqual(['127.0.0.1 ok', '127.0.0.1 ok']);
+    expect(s.hits).toEqual(['/a', '/b']);
+    expect(s.connections()).toBe(1);
+  });
+
+  it('reuses the connection after a redirect response, which is returned as-is', async () => {
+    const s = await counting('127.0.0.1');
+    const client = createGuardedHttpClient({ allowHosts: [`127.0.0.1:${s.port}`] });
+    const moved = await client.request(`http://127.0.0.1:${s.port}/redirect`);
+    expect(moved.status).toBe(302);
+    expect(moved.text()).toBe('moved');
+    expect((await client.request(`http://127.0.0.1:${s.port}/a`)).text()).toBe('127.0.0.1 ok');
+    expect(s.hits).toEqual(['/redirect', '/a']);
+    expect(s.connections()).toBe(1);
+  });
+
+  it.each(['/big', '/big-chunked'])('destroys the socket of a response over the size cap (%s)', async (path) => {
+    const s = await counting('127.0.0.1');
+    const client = createGuardedHttpClient({ allowHosts: [`127.0.0.1:${s.port}`], maxResponseBytes: ONE_MB });
+    await client.request(`http://127.0.0.1:${s.port}/a`);
+    expect(s.connections()).toBe(1);
+    await expectOutbound(client.request(`http://127.0.0.1:${s.port}${path}`), 'response_too_large');
+    await vi.waitFor(() => expect(s.openSockets()).toBe(0), { timeout: 2000 });
+    expect((await client.request(`http://127.0.0.1:${s.port}/b`)).text()).toBe('127.0.0.1 ok');
+    expect(s.connections()).toBe(2);
+  });
+
+  it('destroys the socket of a response cut by the deadline or by destroying the stream', async () => {
+    const s = await counting('127.0.0.1');
+    const client = createGuardedHttpClient({ allowHosts: [`127.0.0.1:${s.port}`] });
+    await expectOutbound(client.request(`http://127.0.0.1:${s.port}/hang`, { timeoutMs: 200 }), 'timeout');
+    await vi.waitFor(() => expect(s.openSockets()).toBe(0), { timeout: 2000 });
+    const streamed = await client.stream(`http://127.0.0.1:${s.port}/hang`);
+    await new Promise((resolve) => streamed.body.once('data', resolve));
+    streamed.body.destroy();
+    await vi.waitFor(() => expect(s.openSockets()).toBe(0), { timeout: 2000 });
+    expect((await client.request(`http://127.0.0.1:${s.port}/a`)).text()).toBe('127.0.0.1 ok');
+    expect(s.connections()).toBe(3);
+  });
+
+  it('a warm pool never lets a request reach an address its own check refused', async () => {
+    const s = await counting('127.0.0.1');
+    fakeDns.set('localhost', [{ address: '127.0.0.1', family: 4 }]);
+    const client = createGuardedHttpClient({ allowHosts: [`localhost:${s.port}`] });
+    expect((await client.request(`http://localhost:${s.port}/warm`)).text()).toBe('127.0.0.1 ok');
+    await expectOutbound(client.request(`http://127.0.0.1:${s.port}/literal`), 'blocked_address');
+    await expectOutbound(client.stream(`http://127.1:${s.port}/literal`), 'blocked_address');
+    // Same host, but the allow-list entry is per port.
+    await expectOutbound(client.request(`http://localhost:${s.port + 1}/other-port`), 'blocked_address');
+    expect(s.hits).toEqual(['/warm']);
+    expect(s.connections()).toBe(1);
+  });
+
+  it('DNS pinning holds with pooling: a changed answer connects to the newly checked address', async () => {
+    const pinned = await counting('127.0.0.2');
+    // Same port on another loopback address: only the checked address decides which one is reached.
+    const rebound = await counting('127.0.0.1', pinned.port);
+    const client = createGuardedHttpClient({ allowHosts: [`rebind.test:${pinned.port}`] });
+
+    fakeDns.set('rebind.test', [{ address: '127.0.0.2', family: 4 }]);
+    expect((await client.request(`http://rebind.test:${pinned.port}/1`)).text()).toBe('127.0.0.2 ok');
+
+    fakeDns.set('rebind.test', [{ address: '127.0.0.1', family: 4 }]);
+    expect((await client.request(`http://rebind.test:${pinned.port}/2`)).text()).toBe('127.0.0.1 ok');
+
+    // Back to the first answer: reusing its pooled socket is fine.
+    fakeDns.set('rebind.test', [{ address: '127.0.0.2', family: 4 }]);
+    expect((await client.request(`http://rebind.test:${pinned.port}/3`)).text()).toBe('127.0.0.2 ok');
+
+    expect(pinned.hits).toEqual(['/1', '/3']);
+    expect(rebound.hits).toEqual(['/2']);
+    expect(pinned.connections()).toBe(1);
+    expect(rebound.connections()).toBe(1);
+    expect(lookupCalls.hosts).toEqual(['rebind.test', 'rebind.test', 'rebind.test']);
+  });
+});

@@ -9,7 +9,12 @@
  *  - pins the connection to the address it checked, so a second DNS answer
  *    (DNS rebinding) can never be used;
  *  - never follows redirects, bounds the whole exchange by one deadline and
- *    caps the decompressed response size while streaming.
+ *    caps the decompressed response size while streaming;
+ *  - reuses connections only through a keep-alive agent dedicated to one
+ *    checked target (protocol, pinned address, port, TLS servername and
+ *    allow-list decision), so a pooled socket only ever serves requests whose
+ *    own check produced that same address. Any response not read to its end
+ *    (size cap, deadline, abort, destroyed stream, error) destroys its socket.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -88,6 +93,14 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 // (Host), the framing (Content-Length, Transfer-Encoding, Connection) or the
 // encodings we know how to decode and cap.
 const RESERVED_HEADERS = new Set(['host', 'accept-encoding', 'content-length', 'transfer-encoding', 'connection']);
+// Connection reuse: at most this many per-target agents are kept (LRU).
+const MAX_POOLED_TARGETS = 128;
+// Idle pooled sockets per target; more are closed when released.
+const MAX_FREE_SOCKETS_PER_TARGET = 4;
+// An idle pooled socket is closed after this long (Node shortens it further
+// when the server announces `Keep-Alive: timeout=N`). Kept below the common
+// 5 s server default so a reused socket is rarely one the server is closing.
+const POOLED_SOCKET_IDLE_MS = 4_000;
 
 /**
  * A `lookup` for http(s).request that ignores the hostname and always answers
@@ -109,6 +122,7 @@ export function createGuardedHttpClient(options: GuardedClientOptions): GuardedH
   const defaultTimeoutMs = options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS;
   const defaultMaxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   const userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
+  const agents = new AgentPool(MAX_POOLED_TARGETS);
 
   async function resolveTarget(url: URL): Promise<Target> {
     const hostname = stripBrackets(url.hostname);
@@ -121,7 +135,7 @@ export function createGuardedHttpClient(options: GuardedClientOptions): GuardedH
       if (!exempt && !isPublicAddress(literal)) {
         throw new OutboundError('blocked_address', `${describeOrigin(url)} is not a public address`);
       }
-      return { connectHost: literal, address: literal, family: literal.includes(':') ? 6 : 4, servername: undefined };
+      return { connectHost: literal, address: literal, family: literal.includes(':') ? 6 : 4, servername: undefined, exempt };
     }
 
     let answers: Array<{ address: string; family: number }>;
@@ -146,6 +160,7 @@ export function createGuardedHttpClient(options: GuardedClientOptions): GuardedH
       address: first.address,
       family: first.family === 6 ? 6 : 4,
       servername: hostname.replace(/\.$/, ''),
+      exempt,
     };
   }
 
@@ -172,17 +187,19 @@ export function createGuardedHttpClient(options: GuardedClientOptions): GuardedH
     const body = init.body === undefined ? undefined : toBuffer(init.body);
     if (body !== undefined) headers['content-length'] = String(body.length);
 
+    const port = effectivePort(url);
+    const lookup = createPinnedLookup(target.address, target.family);
     const requestOptions: https.RequestOptions = {
       protocol: url.protocol,
       host: target.connectHost,
-      port: effectivePort(url),
+      port,
       method,
       path: `${url.pathname}${url.search}`,
       headers,
-      // No shared agent: a pooled socket could have been opened for another
-      // check, and per-request connections keep pinning obvious.
-      agent: false,
-      lookup: createPinnedLookup(target.address, target.family),
+      // Shared only with requests whose own check produced the same target;
+      // the agent itself is pinned to the checked address too.
+      agent: agents.get(isHttps, target, port, lookup),
+      lookup,
     };
     if (isHttps) {
       // Explicit so NODE_TLS_REJECT_UNAUTHORIZED=0 cannot weaken it; SNI and
@@ -263,6 +280,79 @@ interface Target {
   address: string;
   family: 4 | 6;
   servername: string | undefined;
+  /** host:port was allow-listed (the address policy was not applied). */
+  exempt: boolean;
+}
+
+/**
+ * Keep-alive agents, one per checked target, least recently used evicted
+ * first. Every option that decides where and how a socket connects (pinned
+ * address, port, TLS servername and verification) is part of the key AND set
+ * on the agent itself (agent options override request options when Node
+ * creates a socket), so a socket in an agent can only reach that target.
+ */
+class AgentPool {
+  private readonly agents = new Map<string, http.Agent>();
+
+  constructor(private readonly max: number) {}
+
+  get(isHttps: boolean, target: Target, port: number, lookup: LookupFunction): http.Agent {
+    const key = JSON.stringify([
+      isHttps ? 'https' : 'http',
+      target.address,
+      target.family,
+      port,
+      target.servername ?? null,
+      target.exempt,
+    ]);
+    const existing = this.agents.get(key);
+    if (existing !== undefined) {
+      // Refresh its LRU position.
+      this.agents.delete(key);
+      this.agents.set(key, existing);
+      return existing;
+    }
+    const common: http.AgentOptions = {
+      keepAlive: true,
+      maxFreeSockets: MAX_FREE_SOCKETS_PER_TARGET,
+      // Idle timeout: Node destroys a *free* socket when it fires; a socket in
+      // use only gets an unobserved 'timeout' event (the Exchange deadline
+      // bounds requests). Free sockets are also unref'd, so idle pooled
+      // connections never keep the process alive.
+      timeout: POOLED_SOCKET_IDLE_MS,
+      lookup,
+    };
+    let agent: http.Agent;
+    if (isHttps) {
+      const tlsOptions: https.AgentOptions = { ...common, rejectUnauthorized: true };
+      if (target.servername !== undefined) tlsOptions.servername = target.servername;
+      agent = new https.Agent(tlsOptions);
+    } else {
+      agent = new http.Agent(common);
+    }
+    this.agents.set(key, agent);
+    if (this.agents.size > this.max) {
+      const oldest = this.agents.keys().next().value;
+      if (oldest !== undefined) {
+        const evicted = this.agents.get(oldest);
+        this.agents.delete(oldest);
+        if (evicted !== undefined) retire(evicted);
+      }
+    }
+    return agent;
+  }
+}
+
+/**
+ * Closes an evicted agent's idle sockets and stops it pooling the rest;
+ * requests still running on it (e.g. a long SSE stream) are left to finish,
+ * their sockets are then closed instead of kept.
+ */
+function retire(agent: http.Agent): void {
+  agent.keepSocketAlive = () => false;
+  for (const sockets of Object.values(agent.freeSockets)) {
+    for (const socket of sockets ?? []) socket.destroy();
+  }
 }
 
 interface Opened {
