@@ -166,7 +166,7 @@ export async function uploadDocument(origin: string, token: string, configId: st
 // ---- the service in-process ----------------------------------------------------------------------------
 
 /** A scratch database on the server named by DATABASE_URL (created now, dropped by `drop`), or undefined. */
-async function scratchPostgres(log: (m: string) => void): Promise<{ url: string; drop(): Promise<void> } | undefined> {
+export async function scratchPostgres(log: (m: string) => void): Promise<{ url: string; drop(): Promise<void> } | undefined> {
   const databaseUrl = process.env.DATABASE_URL;
   if (!databaseUrl) return undefined;
   const name = `cis_bench_${randomBytes(5).toString('hex')}`;

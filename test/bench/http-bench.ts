@@ -36,7 +36,6 @@ import { Agent as HttpsAgent, createServer as createHttpsServer, request as http
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import postgres from 'postgres';
 import { startApp, type RunningApp } from '../../server/app.ts';
 import { loadConfig } from '../../server/config.ts';
 import { createContext } from '../../server/dispatch.ts';
@@ -46,6 +45,7 @@ import { resolveCaller, sha256Hex } from '../../routers/auth/caller.ts';
 import * as apiKeys from '../../routers/api-keys/repository.ts';
 import { successBody } from '../../adapters/rest/envelope.ts';
 import { forkLoadWorker, percentile, type LoadResult, type LoadWorker } from './load.ts';
+import { scratchPostgres } from './bench-kit.ts';
 
 // ---- knobs ----------------------------------------------------------------------------------------
 
@@ -114,26 +114,6 @@ async function expectStatus(reply: Promise<Reply>, status: number, what: string)
 
 // ---- database: embedded PGlite by default, or a scratch database on DATABASE_URL's server ----------
 
-async function scratchPostgres(): Promise<{ url: string; drop(): Promise<void> } | undefined> {
-  const databaseUrl = process.env.DATABASE_URL;
-  if (!databaseUrl) return undefined;
-  const name = `cis_bench_${randomBytes(5).toString('hex')}`;
-  const admin = postgres(databaseUrl, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name}`);
-  const url = new URL(databaseUrl);
-  url.pathname = `/${name}`;
-  log(`using scratch PostgreSQL database ${name}`);
-  return {
-    url: url.toString(),
-    drop: async () => {
-      try {
-        await admin.unsafe(`drop database if exists ${name} with (force)`);
-      } finally {
-        await admin.end();
-      }
-    },
-  };
-}
 
 // ---- baselines: bare node:http and node:https servers answering captured bytes ----------------------
 
@@ -396,7 +376,7 @@ async function main() {
   };
 
   try {
-    const pg = await scratchPostgres();
+    const pg = await scratchPostgres(log);
     if (pg) cleanups.push(['drop scratch database', pg.drop]);
     const config = loadConfig({
       PORT: '0',
