@@ -2,12 +2,14 @@ import { Migrator, type Kysely, type Migration } from 'kysely';
 import * as identity from './migrations/0001_identity.ts';
 import * as knowledgeBase from './migrations/0002_knowledge_base.ts';
 import * as chat from './migrations/0003_chat.ts';
+import * as webhooks from './migrations/0004_webhooks.ts';
 
 /** Migrations are listed in code (not read from a folder) so they run the same under tsx, tests and bundlers. */
 const migrations: Record<string, Migration> = {
   '0001_identity': identity,
   '0002_knowledge_base': knowledgeBase,
   '0003_chat': chat,
+  '0004_webhooks': webhooks,
 };
 
 /** Runs pending migrations. Kysely's migrator holds a Postgres advisory lock, so concurrent instances are safe. */

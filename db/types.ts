@@ -197,7 +197,60 @@ export interface ChatMessagesTable {
   created_at: CreatedAt;
 }
 
+export interface WebhooksTable {
+  id: string;
+  owner_id: string;
+  url: string;
+  description: string | null;
+  events: string[];
+  enabled: Generated<boolean>;
+  secret_enc: string;
+  previous_secret_enc: string | null;
+  previous_secret_expires_at: Date | null;
+  disabled_reason: string | null;
+  disabled_at: Date | null;
+  failing_since: Date | null;
+  last_success_at: Date | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface WebhookEventsTable {
+  id: string;
+  owner_id: string;
+  type: string;
+  body: string;
+  created_at: CreatedAt;
+}
+
+export interface WebhookAttempt {
+  at: string;
+  trigger: 'automatic' | 'replay';
+  httpStatus: number | null;
+  latencyMs: number;
+  responseExcerpt: string | null;
+  error: string | null;
+}
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  owner_id: string;
+  status: Generated<'pending' | 'succeeded' | 'failed' | 'exhausted'>;
+  attempt_count: Generated<number>;
+  attempts: ColumnType<WebhookAttempt[], string | undefined, string>;
+  next_attempt_at: Date | null;
+  last_attempt_at: Date | null;
+  last_http_status: number | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
 export interface DB {
+  webhooks: WebhooksTable;
+  webhook_events: WebhookEventsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
   chat_sessions: ChatSessionsTable;
   chat_messages: ChatMessagesTable;
   jobs: JobsTable;
@@ -216,3 +269,5 @@ export interface DB {
 export type OwnerRow = Selectable<OwnersTable>;
 export type ChatInterfaceRow = Selectable<ChatInterfacesTable>;
 export type ApiKeyRow = Selectable<ApiKeysTable>;
+export type WebhookRow = Selectable<WebhooksTable>;
+export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;

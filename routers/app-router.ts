@@ -11,6 +11,7 @@ import { healthRouter } from './health/router.ts';
 import { knowledgeBaseRouter } from './knowledge-base/router.ts';
 import { translationsRouter } from './translations/router.ts';
 import { userRouter } from './user/router.ts';
+import { webhooksRouter } from './webhooks/router.ts';
 
 /** Every area is one router folder; adding an area is one line here. */
 export const appRouter = router({
@@ -26,6 +27,7 @@ export const appRouter = router({
   knowledgeBase: knowledgeBaseRouter,
   translations: translationsRouter,
   user: userRouter,
+  webhooks: webhooksRouter,
 });
 
 /** The type first-party apps import for their typed tRPC client. */

@@ -23,6 +23,8 @@ export interface AppDeps {
   http: GuardedHttpClient;
   blobs: BlobStore;
   jobs: JobQueue;
+  /** The same jobs table, claimed by the webhook delivery workers (their own concurrency). */
+  webhookJobs: JobQueue;
   vectorSearch: VectorSearchMode;
 }
 

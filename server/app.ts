@@ -26,6 +26,7 @@ import { createDirectoryBlobStore } from '../adapters/blobs/blob-store.ts';
 import { createJobQueue } from './jobs/queue.ts';
 import { detectVectorSearch } from '../routers/knowledge-base/vectors.ts';
 import { knowledgeBaseJobHandlers, requeueOrphanedDocuments } from '../routers/knowledge-base/jobs.ts';
+import { webhookJobHandlers } from '../routers/webhooks/delivery.ts';
 
 export interface RunningApp {
   deps: AppDeps;
@@ -62,17 +63,23 @@ export async function startApp(config: Config, options: { database?: Database; l
     errorReporter: createErrorReporter({ logger, http, sentryDsn: config.SENTRY_DSN }),
     blobs: createDirectoryBlobStore(join(config.DATA_DIR, 'blobs')),
     jobs: createJobQueue({ db: database.db, logger }),
+    webhookJobs: createJobQueue({ db: database.db, logger }),
     vectorSearch: await detectVectorSearch(database.db, config.VECTOR_SEARCH),
   };
   let sweeper: ReturnType<typeof setInterval> | undefined;
   if (config.JOB_CONCURRENCY > 0) {
-    deps.jobs.start(knowledgeBaseJobHandlers(deps), { concurrency: config.JOB_CONCURRENCY, leaseMs: config.JOB_LEASE_MS });
+    deps.jobs.start(knowledgeBaseJobHandlers(deps), { concurrency: config.JOB_CONCURRENCY, leaseMs: config.JOB_LEASE_MS, onlyHandledKinds: true });
     await requeueOrphanedDocuments(deps);
     // Also while running: a job can die (its last lease ran out) long after start-up.
     sweeper = setInterval(() => {
       requeueOrphanedDocuments(deps).catch((error: unknown) => logger.warn('document sweep failed', { reason: String(error) }));
     }, Math.max(config.JOB_LEASE_MS, 30_000));
     sweeper.unref();
+  }
+
+  if (config.WEBHOOK_CONCURRENCY > 0) {
+    const handlers = webhookJobHandlers({ db: database.db, http, secrets: deps.secrets, logger, jobs: deps.webhookJobs, timeoutMs: config.WEBHOOK_TIMEOUT_MS, now: () => new Date() });
+    deps.webhookJobs.start(handlers, { concurrency: config.WEBHOOK_CONCURRENCY, leaseMs: config.JOB_LEASE_MS, onlyHandledKinds: true });
   }
 
   let openapi: ReturnType<typeof buildOpenApiDocument> | undefined;
@@ -116,7 +123,7 @@ export async function startApp(config: Config, options: { database?: Database; l
         listener.closeConnections();
         await closed;
         if (sweeper) clearInterval(sweeper);
-        await deps.jobs.stop();
+        await Promise.all([deps.jobs.stop(), deps.webhookJobs.stop()]);
         await rateLimiter.close();
         await database.close();
       })()),

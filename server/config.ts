@@ -53,6 +53,10 @@ export const configSchema = z.object({
   VECTOR_SEARCH: z.enum(['auto', 'exact']).default('auto'),
   /** Background workers (document processing, re-embedding) per instance; 0 runs none (API-only instance). */
   JOB_CONCURRENCY: z.coerce.number().int().min(0).max(32).default(2),
+  /** Concurrent webhook deliveries per instance (their own workers, so a slow receiver never holds up documents); 0 runs none. */
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(0).max(64).default(8),
+  /** Deadline of one webhook delivery attempt. */
+  WEBHOOK_TIMEOUT_MS: positiveInt(15_000),
   /** How long a claimed job stays leased without a heartbeat; after a crash, the jobs the dead process was running are picked up again once it runs out. */
   JOB_LEASE_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
   /** Optional external document-parsing service, checked by POST /knowledge-base/test-parser. */

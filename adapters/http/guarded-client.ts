@@ -77,6 +77,8 @@ export interface GuardedHttpClient {
   request(url: string, init?: GuardedRequest): Promise<GuardedResponse>;
   /** For save-time validation: checks scheme (http/https only, no credentials in URL), resolves the host and refuses non-public addresses. Throws OutboundError. */
   assertAllowed(url: string): Promise<void>;
+  /** True when the URL's host:port is an OUTBOUND_ALLOW_HOSTS entry (exempt from the address rule). */
+  isAllowListed(url: string): boolean;
   /** Same idea, streaming: returns status/headers and a Node Readable of the (decompressed, size-capped) body, for SSE upstreams. */
   stream(
     url: string,
@@ -262,6 +264,15 @@ export function createGuardedHttpClient(options: GuardedClientOptions): GuardedH
       const exchange = new Exchange({ origin: describeOrigin(url), isHttps: url.protocol === 'https:' }, defaultTimeoutMs, undefined);
       await exchange.race(resolveTarget(url));
       exchange.complete();
+    },
+
+    isAllowListed(urlText) {
+      try {
+        const url = new URL(urlText);
+        return allowed.has(`${hostKey(stripBrackets(url.hostname))}:${effectivePort(url)}`);
+      } catch {
+        return false;
+      }
     },
 
     async stream(url, init = {}) {

@@ -8,6 +8,7 @@ import { sha256Hex } from '../auth/caller.ts';
 import { findOwnedInterface } from '../chat-interfaces/repository.ts';
 import { displayPrefix, generateApiKey } from './key-format.ts';
 import * as keys from './repository.ts';
+import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 
 const tags = ['API keys'];
 const notFound = () => new AppError('NOT_FOUND', 'API key not found');
@@ -32,14 +33,19 @@ export const apiKeysRouter = router({
         throw new AppError('NOT_FOUND', 'Chat interface not found', 'chatInterfaceId does not name one of your chat interfaces');
       }
       const key = generateApiKey();
-      const row = await keys.insertKey(db, {
-        id: randomUUID(),
-        owner_id: ctx.owner.id,
-        chat_interface_id: input.chatInterfaceId,
-        name: input.name,
-        key_hash: sha256Hex(key),
-        key_prefix: displayPrefix(key),
-      });
+      const row = await withEvents(
+        ctx.deps,
+        (trx) =>
+          keys.insertKey(trx, {
+            id: randomUUID(),
+            owner_id: ctx.owner.id,
+            chat_interface_id: input.chatInterfaceId,
+            name: input.name,
+            key_hash: sha256Hex(key),
+            key_prefix: displayPrefix(key),
+          }),
+        (created) => [webhookEvent(ctx.owner.id, 'api_key.created', keys.toApiKey(created))],
+      );
       return { apiKey: keys.toApiKey(row), key };
     }),
 
@@ -59,7 +65,12 @@ export const apiKeysRouter = router({
     .output(z.object({ apiKey: apiKeySchema }))
     .mutation(async ({ ctx, input }) => {
       const { id, ...changes } = input;
-      const row = isUuid(id) ? await keys.updateKey(ctx.deps.database.db, ctx.owner.id, id, changes) : undefined;
+      if (!isUuid(id)) throw notFound();
+      const row = await withEvents(
+        ctx.deps,
+        (trx) => keys.updateKey(trx, ctx.owner.id, id, changes),
+        (updated) => (updated ? [webhookEvent(ctx.owner.id, 'api_key.updated', keys.toApiKey(updated))] : []),
+      );
       if (!row) throw notFound();
       return { apiKey: keys.toApiKey(row) };
     }),
@@ -69,7 +80,13 @@ export const apiKeysRouter = router({
     .input(z.object({ id: idParam }))
     .output(deletedSchema)
     .mutation(async ({ ctx, input }) => {
-      if (!isUuid(input.id) || !(await keys.deleteKey(ctx.deps.database.db, ctx.owner.id, input.id))) throw notFound();
+      if (!isUuid(input.id)) throw notFound();
+      const deleted = await withEvents(
+        ctx.deps,
+        (trx) => keys.deleteKey(trx, ctx.owner.id, input.id),
+        (done) => (done ? [webhookEvent(ctx.owner.id, 'api_key.deleted', { id: input.id })] : []),
+      );
+      if (!deleted) throw notFound();
       return { deleted: true as const, id: input.id };
     }),
 });

@@ -8,6 +8,7 @@ import type { AppDeps } from '../context.ts';
 import { ownerProcedure, publicProcedure, router } from '../trpc.ts';
 import { AVATAR_MAX_UPLOAD_BYTES, processAvatar } from './avatar.ts';
 import * as repo from './repository.ts';
+import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import { testConnectionProcedure } from './test-connection.ts';
 
 const tags = ['Chat interfaces'];
@@ -88,7 +89,10 @@ export const chatInterfacesRouter = router({
       await checkEndpoint(ctx.deps, input.endpointUrl);
       await checkConfig(ctx.deps, ctx.owner.id, input.configId);
       try {
-        const row = await repo.insertInterface(ctx.deps.database.db, {
+        const row = await withEvents(
+          ctx.deps,
+          (trx) =>
+            repo.insertInterface(trx, {
           id: randomUUID(),
           owner_id: ctx.owner.id,
           name: input.name,
@@ -100,7 +104,9 @@ export const chatInterfacesRouter = router({
           welcome_message: input.welcomeMessage ?? null,
           placeholder: input.placeholder ?? null,
           primary_color: input.primaryColor ?? null,
-        });
+            }),
+          (created) => [webhookEvent(ctx.owner.id, 'chat_interface.created', toChatInterface(created))],
+        );
         return { chatInterface: toChatInterface(row) };
       } catch (error) {
         if (repo.isUniqueViolation(error)) throw conflict();
@@ -145,7 +151,11 @@ export const chatInterfacesRouter = router({
         primary_color: input.primaryColor,
       };
       try {
-        const row = await repo.updateInterface(ctx.deps.database.db, ctx.owner.id, input.id, changes);
+        const row = await withEvents(
+          ctx.deps,
+          (trx) => repo.updateInterface(trx, ctx.owner.id, input.id, changes),
+          (updated) => (updated ? [webhookEvent(ctx.owner.id, 'chat_interface.updated', toChatInterface(updated))] : []),
+        );
         if (!row) throw notFound();
         return { chatInterface: toChatInterface(row) };
       } catch (error) {
@@ -159,7 +169,13 @@ export const chatInterfacesRouter = router({
     .input(z.object({ id: idParam }))
     .output(deletedSchema)
     .mutation(async ({ ctx, input }) => {
-      if (!isUuid(input.id) || !(await repo.deleteInterface(ctx.deps.database.db, ctx.owner.id, input.id))) throw notFound();
+      if (!isUuid(input.id)) throw notFound();
+      const deleted = await withEvents(
+        ctx.deps,
+        (trx) => repo.deleteInterface(trx, ctx.owner.id, input.id),
+        (done) => (done ? [webhookEvent(ctx.owner.id, 'chat_interface.deleted', { id: input.id })] : []),
+      );
+      if (!deleted) throw notFound();
       return { deleted: true as const, id: input.id };
     }),
 

@@ -3,6 +3,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { DB } from '../../db/types.ts';
 import { jsonb } from '../../db/json.ts';
 import { toIso } from '../../schema/common.ts';
+import { outboxCtes, recordEvents, webhookEvent, type OutboxEvent } from '../webhooks/outbox.ts';
 
 type Db = Kysely<DB> | Transaction<DB>;
 
@@ -22,6 +23,7 @@ export async function recentMessages(db: Db, sessionId: string, limit: number) {
   return rows.reverse();
 }
 
+/** Messages written outside a visitor turn (an operator's reply), with their events, in one transaction. */
 export async function appendMessages(
   db: Kysely<DB>,
   session: { id: string; chatInterfaceId: string; ownerId: string; isNew: boolean },
@@ -43,8 +45,18 @@ export async function appendMessages(
           .executeTakeFirstOrThrow(),
       );
     }
-    return rows;
+    const events = chatEvents(session, rows.map((r) => ({ id: r.id, role: r.role, content: r.content })));
+    const { queued } = await recordEvents(trx, events);
+    return { rows, webhooksQueued: queued };
   });
+}
+
+function chatEvents(session: { id: string; chatInterfaceId: string; ownerId: string; isNew: boolean }, messages: Array<{ id: string; role: 'user' | 'assistant' | 'operator'; content: string }>): OutboxEvent[] {
+  const base = { sessionId: session.id, chatInterfaceId: session.chatInterfaceId };
+  return [
+    ...(session.isNew ? [webhookEvent(session.ownerId, 'chat_session.created', base)] : []),
+    ...messages.map((m) => webhookEvent(session.ownerId, 'chat_message.created', { messageId: m.id, ...base, role: m.role, content: m.content })),
+  ];
 }
 
 /**
@@ -53,24 +65,38 @@ export async function appendMessages(
  */
 export async function recordExchange(
   db: Kysely<DB>,
-  session: { id: string; chatInterfaceId: string; ownerId: string },
+  session: { id: string; chatInterfaceId: string; ownerId: string; isNew: boolean },
   exchange: { message: string; reply: string; sources: unknown; usage: unknown; toolCalls: unknown },
-) {
-  await sql`
+): Promise<{ webhooksQueued: number }> {
+  const userId = randomUUID();
+  const replyId = randomUUID();
+  // The turn's webhook events ride in the same statement (the outbox); with no subscribed endpoint they cost
+  // one index probe on webhooks and write nothing.
+  const events = chatEvents(session, [
+    { id: userId, role: 'user', content: exchange.message },
+    { id: replyId, role: 'assistant', content: exchange.reply },
+  ]);
+  const { rows } = await sql<{ queued: number }>`
     with session as (
       insert into chat_sessions (id, chat_interface_id, owner_id, last_message_at)
       values (${session.id}, ${session.chatInterfaceId}::uuid, ${session.ownerId}::uuid, now())
       on conflict (id) do update set last_message_at = excluded.last_message_at
       returning id
-    )
-    insert into chat_messages (id, session_id, role, content, sources, usage, tool_calls)
-    select m.id, session.id, m.role, m.content, m.sources, m.usage, m.tool_calls
-    from session, (values
-      (${randomUUID()}::uuid, 'user', ${exchange.message}::text, '[]'::jsonb, null::jsonb, '[]'::jsonb, 1),
-      (${randomUUID()}::uuid, 'assistant', ${exchange.reply}::text, cast(${JSON.stringify(exchange.sources)}::text as jsonb),
-        cast(${JSON.stringify(exchange.usage)}::text as jsonb), cast(${JSON.stringify(exchange.toolCalls)}::text as jsonb), 2)
-    ) as m(id, role, content, sources, usage, tool_calls, ord)
-    order by m.ord`.execute(db);
+    ),
+    messages as (
+      insert into chat_messages (id, session_id, role, content, sources, usage, tool_calls)
+      select m.id, session.id, m.role, m.content, m.sources, m.usage, m.tool_calls
+      from session, (values
+        (${userId}::uuid, 'user', ${exchange.message}::text, '[]'::jsonb, null::jsonb, '[]'::jsonb, 1),
+        (${replyId}::uuid, 'assistant', ${exchange.reply}::text, cast(${JSON.stringify(exchange.sources)}::text as jsonb),
+          cast(${JSON.stringify(exchange.usage)}::text as jsonb), cast(${JSON.stringify(exchange.toolCalls)}::text as jsonb), 2)
+      ) as m(id, role, content, sources, usage, tool_calls, ord)
+      order by m.ord
+      returning id
+    ),
+    ${outboxCtes(events)}
+    select count(*)::int as queued from wh_deliveries`.execute(db);
+  return { webhooksQueued: rows[0]?.queued ?? 0 };
 }
 
 export function toChatMessage(row: { id: string; role: string; content: string; sources: unknown; usage: unknown; tool_calls: unknown; created_at: Date }) {

@@ -53,13 +53,14 @@ async function prepareChat(deps: AppDeps, key: { chatInterfaceId: string; chatIn
 }
 
 async function record(deps: AppDeps, prepared: PreparedChat, reply: { text: string; sources: unknown[]; usage: unknown }) {
-  await repo.recordExchange(deps.database.db, prepared.session, {
+  const { webhooksQueued } = await repo.recordExchange(deps.database.db, prepared.session, {
     message: prepared.backend.message,
     reply: reply.text,
     sources: reply.sources,
     usage: reply.usage,
     toolCalls: prepared.tools.toolCalls,
   });
+  if (webhooksQueued > 0) deps.webhookJobs.notify();
 }
 
 async function* streamChat(ctx: Context, prepared: PreparedChat) {
@@ -144,7 +145,8 @@ export const chatRouter = router({
     .output(z.object({ message: chatMessageSchema }))
     .mutation(async ({ ctx, input }) => {
       const session = await readableSession(ctx.deps, { kind: 'owner', owner: ctx.owner, sessionId: ctx.sessionId }, input.sessionId);
-      const [row] = await repo.appendMessages(ctx.deps.database.db, { id: session.id, chatInterfaceId: session.chat_interface_id, ownerId: session.owner_id, isNew: false }, [{ role: input.role, content: input.message }]);
-      return { message: repo.toChatMessage(row!) };
+      const { rows, webhooksQueued } = await repo.appendMessages(ctx.deps.database.db, { id: session.id, chatInterfaceId: session.chat_interface_id, ownerId: session.owner_id, isNew: false }, [{ role: input.role, content: input.message }]);
+      if (webhooksQueued > 0) ctx.deps.webhookJobs.notify();
+      return { message: repo.toChatMessage(rows[0]!) };
     }),
 });

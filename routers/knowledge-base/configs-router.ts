@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { AppError } from '../../schema/errors.ts';
 import { deletedSchema, idParam, isUuid } from '../../schema/common.ts';
+import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import { createKbConfigInput, kbConfigSchema, updateKbConfigInput, embeddingInputSchema } from '../../schema/knowledge-base.ts';
 import type { EmbeddingSettings, LlmSettings } from '../../db/types.ts';
 import type { AppDeps } from '../context.ts';
@@ -59,7 +60,10 @@ export const kbConfigsRouter = router({
       await checkProviderUrl(ctx.deps, 'embedding.baseUrl', embedding.provider === 'openai' ? embedding.baseUrl : undefined);
       await checkProviderUrl(ctx.deps, 'llm.baseUrl', input.llm?.baseUrl);
       const { secrets } = ctx.deps;
-      const row = await ctx.deps.database.db
+      const row = await withEvents(
+        ctx.deps,
+        (trx) =>
+          trx
         .insertInto('kb_configs')
         .values({
           id: randomUUID(),
@@ -83,7 +87,9 @@ export const kbConfigsRouter = router({
           tools: jsonb([]),
         })
         .returningAll()
-        .executeTakeFirstOrThrow();
+        .executeTakeFirstOrThrow(),
+        (created) => [webhookEvent(ctx.owner.id, 'knowledge_base.created', repo.toKbConfig(created))],
+      );
       return { config: repo.toKbConfig(row) };
     }),
 
@@ -118,7 +124,7 @@ export const kbConfigsRouter = router({
               ? current.embedding_api_key_enc
               : null;
       const nextLlmKey = !input.llm ? null : input.llm.apiKey ? secrets.seal(input.llm.apiKey) : sameHost(current.llm?.baseUrl, input.llm.baseUrl) ? current.llm_api_key_enc : null;
-      const row = await ctx.deps.database.db.transaction().execute(async (trx) => {
+      const row = await withEvents(ctx.deps, async (trx) => {
         const updated = await trx
           .updateTable('kb_configs')
           .set((eb) => ({
@@ -157,7 +163,7 @@ export const kbConfigsRouter = router({
           await ctx.deps.jobs.enqueue(REEMBED_JOB, { configId: updated.id, version: updated.embedding_version }, { dedupeKey: `reembed:${updated.id}:${updated.embedding_version}` }, trx);
         }
         return updated;
-      });
+      }, (updated) => [webhookEvent(ctx.owner.id, 'knowledge_base.updated', repo.toKbConfig(updated))]);
       if (embeddingChanged) ctx.deps.jobs.notify();
       return { config: repo.toKbConfig(row) };
     }),
@@ -168,12 +174,16 @@ export const kbConfigsRouter = router({
     .output(deletedSchema)
     .mutation(async ({ ctx, input }) => {
       const config = await ownedConfig(ctx.deps, ctx.owner.id, input.id);
-      await ctx.deps.database.db.transaction().execute(async (trx) => {
-        const documentIds = (await trx.selectFrom('kb_documents').select('id').where('config_id', '=', config.id).execute()).map((d) => d.id);
-        await repo.deleteJobsFor(trx, 'documentId', documentIds);
-        await repo.deleteJobsFor(trx, 'configId', [config.id]);
-        await trx.deleteFrom('kb_configs').where('id', '=', config.id).execute();
-      });
+      await withEvents(
+        ctx.deps,
+        async (trx) => {
+          const documentIds = (await trx.selectFrom('kb_documents').select('id').where('config_id', '=', config.id).execute()).map((d) => d.id);
+          await repo.deleteJobsFor(trx, 'documentId', documentIds);
+          await repo.deleteJobsFor(trx, 'configId', [config.id]);
+          await trx.deleteFrom('kb_configs').where('id', '=', config.id).execute();
+        },
+        () => [webhookEvent(ctx.owner.id, 'knowledge_base.deleted', { id: config.id })],
+      );
       await ctx.deps.blobs.deletePrefix(config.id);
       return { deleted: true as const, id: config.id };
     }),

@@ -8,7 +8,8 @@ import { analyze, termFrequencies, type AnalyzerLanguage } from './text-analysis
 import { countTokens } from './tokens.ts';
 import { embedderFor } from './embedders.ts';
 import { hasVecColumn, insertVectors } from './vectors.ts';
-import { bumpContentVersion, findConfigById, findDocumentById } from './repository.ts';
+import { bumpContentVersion, findConfigById, findDocumentById, toKbDocument } from './repository.ts';
+import { recordEvents, webhookEvent, withEvents } from '../webhooks/outbox.ts';
 
 export interface IngestPayload {
   documentId: string;
@@ -45,12 +46,18 @@ async function setStage(deps: AppDeps, documentId: string, stage: DocumentStage)
 }
 
 export async function failDocument(deps: AppDeps, documentId: string, reason: string) {
-  await deps.database.db
-    .updateTable('kb_documents')
-    .set({ status: 'failed', stage: 'failed', error: reason.slice(0, 1000), updated_at: new Date() })
-    .where('id', '=', documentId)
-    .where('status', '=', 'processing')
-    .execute();
+  await withEvents(
+    deps,
+    (trx) =>
+      trx
+        .updateTable('kb_documents')
+        .set({ status: 'failed', stage: 'failed', error: reason.slice(0, 1000), updated_at: new Date() })
+        .where('id', '=', documentId)
+        .where('status', '=', 'processing')
+        .returningAll()
+        .executeTakeFirst(),
+    (failed) => (failed ? [webhookEvent(failed.owner_id, 'document.failed', toKbDocument(failed))] : []),
+  );
 }
 
 /**
@@ -84,6 +91,7 @@ export async function ingestDocument(deps: AppDeps, job: Job<IngestPayload>, ctx
     await setStage(deps, doc.id, 'indexing');
     const language = config.language as AnalyzerLanguage;
     const withVec = deps.vectorSearch === 'pgvector' || (await hasVecColumn(db));
+    let webhooksQueued = 0;
     await db.transaction().execute(async (trx) => {
       // Lock order: the config row first, before any insert. The chunk inserts take KEY SHARE locks on it
       // through their foreign key; upgrading to a row lock after that deadlocks two concurrent ingestions.
@@ -119,13 +127,16 @@ export async function ingestDocument(deps: AppDeps, job: Job<IngestPayload>, ctx
       const postings = rows.flatMap(({ id, terms }) => [...termFrequencies(terms)].map(([term, tf]) => ({ config_id: config.id, term, chunk_id: id, tf })));
       for (let i = 0; i < postings.length; i += 2000) await trx.insertInto('kb_postings').values(postings.slice(i, i + 2000)).execute();
       await insertVectors(trx, rows.map(({ id }, i) => ({ chunkId: id, configId: config.id, version: config.serving_version, vector: vectors[i]! })), withVec);
-      await trx
+      const completed = await trx
         .updateTable('kb_documents')
         .set({ status: 'completed', stage: 'searchable', error: null, page_count: extracted.pageCount, chunk_count: chunks.length, updated_at: new Date() })
         .where('id', '=', doc.id)
-        .execute();
+        .returningAll()
+        .executeTakeFirstOrThrow();
       await bumpContentVersion(trx, config.id);
+      webhooksQueued = (await recordEvents(trx, [webhookEvent(completed.owner_id, 'document.completed', toKbDocument(completed))])).queued;
     });
+    if (webhooksQueued > 0) deps.webhookJobs.notify();
   } catch (error) {
     // Aborted by the queue (stop() or a lost lease): the job is released or handed over, the document must stay
     // `processing`. Parsing reports cancellation as a ParseError, which would otherwise fail the document for good.

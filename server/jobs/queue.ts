@@ -40,6 +40,21 @@ export class PermanentJobError extends Error {
   }
 }
 
+/**
+ * Thrown by a handler whose work is not due yet (a webhook retry schedule): the job goes back to the queue
+ * for `runAt` and the attempt is not counted against maxAttempts. The handler owns that schedule, so it
+ * gives an absolute time from its own clock.
+ */
+export class RescheduleJob extends Error {
+  constructor(
+    readonly runAt: Date,
+    message = 'rescheduled',
+  ) {
+    super(message);
+    this.name = 'RescheduleJob';
+  }
+}
+
 export interface EnqueueOptions {
   runAt?: Date;
   maxAttempts?: number;
@@ -50,7 +65,7 @@ export interface JobQueue {
   /** Inserts a job; pass a Kysely transaction as `db` to enqueue atomically with the change that caused it (outbox). With dedupeKey, a second enqueue while one with that key is queued/running is a no-op (returns the existing id). */
   enqueue(kind: string, payload: unknown, options?: EnqueueOptions, db?: Kysely<DB> | Transaction<DB>): Promise<string>;
   /** Starts polling: claims up to `concurrency` jobs at a time with FOR UPDATE SKIP LOCKED, sets status running + lease_until + locked_by, runs handlers. */
-  start(handlers: Record<string, JobHandler>, options?: { concurrency?: number; pollIntervalMs?: number; leaseMs?: number }): void;
+  start(handlers: Record<string, JobHandler>, options?: { concurrency?: number; pollIntervalMs?: number; leaseMs?: number; onlyHandledKinds?: boolean }): void;
   /** Stops claiming, aborts running handlers' signals, waits for them (bounded by timeoutMs, default 10 s), releases unfinished jobs back to queued without counting an attempt. */
   stop(timeoutMs?: number): Promise<void>;
   /** Runs until no job is ready (for tests/benchmarks): claims and runs jobs until the queue has nothing ready now. */
@@ -112,6 +127,8 @@ interface StartOptions {
   concurrency: number;
   pollIntervalMs: number;
   leaseMs: number;
+  /** Claim only these kinds (the handlers' own): several queues with their own concurrency share one table. */
+  kinds?: string[];
 }
 
 const millis = (ms: number): RawBuilder<unknown> => sql`(${ms}::float8 * interval '1 millisecond')`;
@@ -173,14 +190,15 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
 
   // ---- SQL -------------------------------------------------------------------------------------------------
 
-  async function claim(limit: number, leaseMs: number): Promise<ClaimedRow[]> {
+  async function claim(limit: number, leaseMs: number, kinds?: string[]): Promise<ClaimedRow[]> {
+    const kindFilter = !kinds ? sql`` : kinds.length > 0 ? sql`and kind in (${sql.join(kinds)})` : sql`and false`;
     const { rows } = await sql<ClaimedRow>`
       update jobs
          set status = 'running', locked_by = ${workerId}, lease_until = now() + ${millis(leaseMs)},
              attempts = attempts + 1, updated_at = now()
        where id in (
          select id from jobs
-          where (status = 'queued' and run_at <= now()) or (status = 'running' and lease_until < now())
+          where ((status = 'queued' and run_at <= now()) or (status = 'running' and lease_until < now())) ${kindFilter}
           order by run_at
           limit ${limit}
           for update skip locked)
@@ -215,6 +233,14 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
   async function markRetry(job: Job, error: string, delayMs: number): Promise<boolean> {
     const { rows } = await sql`
       update jobs set status = 'queued', last_error = ${error}, run_at = now() + ${millis(delayMs)},
+             locked_by = null, lease_until = null, updated_at = now()
+       where ${ours(job)} returning id`.execute(db);
+    return rows.length > 0;
+  }
+
+  async function markRescheduled(job: Job, note: string, runAt: Date): Promise<boolean> {
+    const { rows } = await sql`
+      update jobs set status = 'queued', attempts = attempts - 1, last_error = ${note}, run_at = ${runAt},
              locked_by = null, lease_until = null, updated_at = now()
        where ${ours(job)} returning id`.execute(db);
     return rows.length > 0;
@@ -337,6 +363,10 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
         if (!(await markDone(job))) logger.warn('job finished but was no longer held by this worker', fields);
         return;
       }
+      if (failure instanceof RescheduleJob && !Number.isNaN(failure.runAt.getTime())) {
+        await markRescheduled(job, errorText(failure), failure.runAt);
+        return;
+      }
       const error = errorText(failure);
       const permanent = failure instanceof PermanentJobError;
       if (run.stopAborted && !permanent) {
@@ -373,7 +403,7 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
       if (free > 0) {
         let rows: ClaimedRow[];
         try {
-          rows = await claim(free, opts.leaseMs);
+          rows = await claim(free, opts.leaseMs, opts.kinds);
         } catch (error) {
           logger.error('job claim failed', { error: errorText(error) });
           await waitForWake(opts.pollIntervalMs);
@@ -446,7 +476,7 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
       if (!(pollIntervalMs > 0)) throw new RangeError('pollIntervalMs must be positive');
       if (!(leaseMs >= 3)) throw new RangeError('leaseMs must be at least 3');
       handlers = { ...startHandlers };
-      options = { concurrency, pollIntervalMs, leaseMs };
+      options = { concurrency, pollIntervalMs, leaseMs, ...(startOptions.onlyHandledKinds ? { kinds: Object.keys(handlers) } : {}) };
       stopping = false;
       pendingWake = false;
       const table = handlers;
@@ -495,10 +525,10 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
 
     async drain(drainHandlers) {
       const table = drainHandlers ?? handlers;
-      const { concurrency, leaseMs } = options;
+      const { concurrency, leaseMs, kinds } = options;
       for (;;) {
         if (stopping) return;
-        const rows = await claim(concurrency, leaseMs);
+        const rows = await claim(concurrency, leaseMs, drainHandlers ? undefined : kinds);
         if (rows.length === 0) return;
         await Promise.all(rows.map((row) => execute(row, table, leaseMs).done));
       }

@@ -1,0 +1,160 @@
+import type { Readable } from 'node:stream';
+import type { Kysely } from 'kysely';
+import type { DB, WebhookAttempt, WebhookDeliveryRow } from '../../db/types.ts';
+import type { GuardedHttpClient } from '../../adapters/http/guarded-client.ts';
+import type { SecretBox } from '../../server/secrets.ts';
+import type { Logger } from '../../server/logger.ts';
+import { RescheduleJob, type Job, type JobContext, type JobHandler, type JobQueue } from '../../server/jobs/queue.ts';
+import { signatureHeader } from './signing.ts';
+import { nextAttemptDelay, parseRetryAfter } from './schedule.ts';
+import { DELIVER_JOB, recordEvents, webhookEvent } from './outbox.ts';
+import * as repo from './repository.ts';
+
+export const REPLAY_JOB = 'webhook.replay';
+/** An endpoint that has not succeeded once in this long is disabled. */
+export const FAILING_DISABLE_AFTER_MS = 5 * 24 * 3_600_000;
+const EXCERPT_CHARS = 500;
+/** Response bytes read for the excerpt; a longer body is cut off and its connection closed. */
+const READ_LIMIT_BYTES = 16 * 1024;
+
+export interface DeliveryDeps {
+  db: Kysely<DB>;
+  http: GuardedHttpClient;
+  secrets: SecretBox;
+  logger: Logger;
+  jobs: Pick<JobQueue, 'notify'>;
+  /** Per attempt, connect to the end of the response. */
+  timeoutMs: number;
+  /** The clock of the retry schedule, signatures and the failure streak (tests control it). */
+  now: () => Date;
+}
+
+interface AttemptResult {
+  attempt: WebhookAttempt;
+  succeeded: boolean;
+  retryAfterMs: number | undefined;
+}
+
+async function readExcerpt(body: Readable): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body) {
+      chunks.push(chunk as Buffer);
+      size += (chunk as Buffer).length;
+      if (size >= READ_LIMIT_BYTES) break; // leaving the loop destroys the stream (and its socket)
+    }
+  } catch {
+    // The status is what counts; a body cut off mid-way still leaves an excerpt.
+  }
+  return Buffer.concat(chunks).toString('utf8').slice(0, EXCERPT_CHARS);
+}
+
+/**
+ * Sends one delivery attempt. Never throws for the receiver's behaviour: every outcome becomes an attempt
+ * record. `webhook-id` is the event id, identical on every retry and replay, so receivers can deduplicate.
+ */
+async function send(deps: DeliveryDeps, delivery: repo.DeliveryForSend, trigger: WebhookAttempt['trigger'], signal: AbortSignal): Promise<AttemptResult> {
+  const at = deps.now();
+  const secrets = [deps.secrets.open(delivery.secret_enc)];
+  if (delivery.previous_secret_enc && delivery.previous_secret_expires_at && new Date(delivery.previous_secret_expires_at) > at) {
+    secrets.push(deps.secrets.open(delivery.previous_secret_enc));
+  }
+  const timestamp = Math.floor(at.getTime() / 1000);
+  const headers = {
+    'content-type': 'application/json',
+    'webhook-id': delivery.event_id,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': signatureHeader(secrets, delivery.event_id, timestamp, delivery.body),
+  };
+  const started = performance.now();
+  const base = { at: at.toISOString(), trigger };
+  try {
+    const response = await deps.http.stream(delivery.url, { method: 'POST', headers, body: delivery.body, timeoutMs: deps.timeoutMs, signal });
+    const excerpt = await readExcerpt(response.body);
+    const latencyMs = Math.round((performance.now() - started) * 10) / 10;
+    const succeeded = response.status >= 200 && response.status < 300;
+    const error = succeeded ? null : response.status >= 300 && response.status < 400 ? `Redirect (${response.status}) not followed: configure the final URL` : `Receiver answered ${response.status}`;
+    return {
+      attempt: { ...base, httpStatus: response.status, latencyMs, responseExcerpt: excerpt, error },
+      succeeded,
+      retryAfterMs: parseRetryAfter(response.headers['retry-after'], at),
+    };
+  } catch (error) {
+    const latencyMs = Math.round((performance.now() - started) * 10) / 10;
+    return { attempt: { ...base, httpStatus: null, latencyMs, responseExcerpt: null, error: (error as Error).message || 'request failed' }, succeeded: false, retryAfterMs: undefined };
+  }
+}
+
+/**
+ * Writes the attempt and its consequences in one transaction: the delivery's status and next attempt, the
+ * endpoint's failure streak, and — on a 410 or five days of failures — disabling the endpoint, which is
+ * itself recorded (disabledReason/disabledAt, and a `webhook.disabled` event to the owner's other endpoints).
+ */
+async function record(deps: DeliveryDeps, delivery: repo.DeliveryForSend, result: AttemptResult, next: { status: WebhookDeliveryRow['status']; nextAttemptAt: Date | null | undefined; automatic: boolean }) {
+  const at = new Date(result.attempt.at);
+  let queued = 0;
+  await deps.db.transaction().execute(async (trx) => {
+    await repo.saveAttempt(trx, delivery.id, { status: next.status, countsAsAutomatic: next.automatic, nextAttemptAt: next.nextAttemptAt, attempt: result.attempt });
+    const endpoint = await repo.recordEndpointOutcome(trx, delivery.webhook_id, result.succeeded, at);
+    if (!endpoint?.enabled) return;
+    let reason: 'gone' | 'failing' | undefined;
+    if (result.attempt.httpStatus === 410) reason = 'gone';
+    else if (endpoint.failing_since && at.getTime() - new Date(endpoint.failing_since).getTime() >= FAILING_DISABLE_AFTER_MS) reason = 'failing';
+    if (!reason) return;
+    const disabled = await repo.disableEndpoint(trx, delivery.webhook_id, reason, at);
+    if (!disabled) return;
+    const message = reason === 'gone' ? 'The receiver answered 410 Gone' : 'No successful delivery for 5 days';
+    deps.logger.warn('webhook endpoint disabled', { webhookId: disabled.id, reason });
+    queued = (await recordEvents(trx, [webhookEvent(disabled.owner_id, 'webhook.disabled', { webhookId: disabled.id, url: disabled.url, reason, message })])).queued;
+  });
+  if (queued > 0) deps.jobs.notify();
+}
+
+/** The automatic delivery job: one attempt per run, rescheduling itself along schedule.ts until done. */
+async function deliver(deps: DeliveryDeps, job: Job<{ deliveryId: string }>, ctx: JobContext): Promise<void> {
+  const delivery = await repo.loadDeliveryForSend(deps.db, job.payload.deliveryId);
+  if (!delivery) return; // the endpoint (and with it the delivery) was deleted
+  if (delivery.status === 'succeeded' || delivery.status === 'exhausted') return;
+  // A run that finds its attempt not yet due (a crash between recording and rescheduling) just waits.
+  if (delivery.next_attempt_at && new Date(delivery.next_attempt_at) > deps.now()) throw new RescheduleJob(new Date(delivery.next_attempt_at), 'not due yet');
+  if (delivery.next_attempt_at === null && delivery.status === 'failed') return; // stopped earlier (endpoint disabled)
+
+  // A disabled endpoint receives nothing, except the test event its owner asked for explicitly.
+  if (!delivery.enabled && delivery.event_type !== 'webhook.test') {
+    const attempt: WebhookAttempt = { at: deps.now().toISOString(), trigger: 'automatic', httpStatus: null, latencyMs: 0, responseExcerpt: null, error: 'Not sent: the endpoint is disabled' };
+    await repo.saveAttempt(deps.db, delivery.id, { status: 'failed', countsAsAutomatic: false, nextAttemptAt: null, attempt });
+    return;
+  }
+
+  const result = await send(deps, delivery, 'automatic', ctx.signal);
+  if (ctx.signal.aborted) throw new Error('delivery interrupted'); // stop() or a lost lease: the job runs again
+  const attemptsMade = delivery.attempt_count + 1;
+  if (result.succeeded) {
+    await record(deps, delivery, result, { status: 'succeeded', nextAttemptAt: null, automatic: true });
+    return;
+  }
+  const delay = result.attempt.httpStatus === 410 ? undefined : nextAttemptDelay(attemptsMade, result.retryAfterMs);
+  const nextAttemptAt = delay === undefined ? null : new Date(new Date(result.attempt.at).getTime() + delay);
+  const status = delay === undefined && result.attempt.httpStatus !== 410 ? 'exhausted' : 'failed';
+  await record(deps, delivery, result, { status, nextAttemptAt, automatic: true });
+  if (nextAttemptAt) throw new RescheduleJob(nextAttemptAt, `attempt ${attemptsMade} failed: ${result.attempt.error}`);
+}
+
+/** A replay: one immediate attempt of a failed delivery, with the same event id and body. */
+async function replay(deps: DeliveryDeps, job: Job<{ deliveryId: string }>, ctx: JobContext): Promise<void> {
+  const delivery = await repo.loadDeliveryForSend(deps.db, job.payload.deliveryId);
+  if (!delivery || delivery.status === 'succeeded') return;
+  const result = await send(deps, delivery, 'replay', ctx.signal);
+  if (ctx.signal.aborted) throw new Error('replay interrupted');
+  if (result.succeeded) await record(deps, delivery, result, { status: 'succeeded', nextAttemptAt: null, automatic: false });
+  // A failed replay leaves the automatic schedule (if any) as it was.
+  else await record(deps, delivery, result, { status: delivery.status === 'pending' ? 'failed' : delivery.status, nextAttemptAt: undefined, automatic: false });
+}
+
+export function webhookJobHandlers(deps: DeliveryDeps): Record<string, JobHandler> {
+  return {
+    [DELIVER_JOB]: (job, ctx) => deliver(deps, job as Job<{ deliveryId: string }>, ctx),
+    [REPLAY_JOB]: (job, ctx) => replay(deps, job as Job<{ deliveryId: string }>, ctx),
+  };
+}

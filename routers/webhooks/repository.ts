@@ -1,0 +1,178 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { DB, WebhookAttempt, WebhookDeliveryRow, WebhookRow } from '../../db/types.ts';
+import { toIso } from '../../schema/common.ts';
+
+type Db = Kysely<DB> | Transaction<DB>;
+
+export function toWebhook(row: WebhookRow, now: Date) {
+  const graceUntil = row.previous_secret_enc && row.previous_secret_expires_at && new Date(row.previous_secret_expires_at) > now ? row.previous_secret_expires_at : null;
+  return {
+    id: row.id,
+    url: row.url,
+    description: row.description,
+    events: row.events,
+    enabled: row.enabled,
+    disabledReason: row.disabled_reason,
+    disabledAt: toIso(row.disabled_at),
+    secretRotationGraceUntil: toIso(graceUntil),
+    failingSince: toIso(row.failing_since),
+    createdAt: toIso(row.created_at)!,
+    updatedAt: toIso(row.updated_at)!,
+  };
+}
+
+export function toDelivery(row: WebhookDeliveryRow & { event_type: string }) {
+  return {
+    deliveryId: row.id,
+    webhookId: row.webhook_id,
+    eventId: row.event_id,
+    eventType: row.event_type,
+    status: row.status,
+    attemptCount: row.attempt_count,
+    attempts: row.attempts,
+    nextAttemptAt: toIso(row.next_attempt_at),
+    lastHttpStatus: row.last_http_status,
+    createdAt: toIso(row.created_at)!,
+  };
+}
+
+export const listWebhooks = (db: Db, ownerId: string) =>
+  db.selectFrom('webhooks').selectAll().where('owner_id', '=', ownerId).orderBy('created_at', 'desc').orderBy('id').execute();
+
+export const findWebhook = (db: Db, ownerId: string, id: string) =>
+  db.selectFrom('webhooks').selectAll().where('owner_id', '=', ownerId).where('id', '=', id).executeTakeFirst();
+
+export const insertWebhook = (db: Db, row: { id: string; owner_id: string; url: string; description: string | null; events: string[]; enabled: boolean; secret_enc: string }) =>
+  db.insertInto('webhooks').values(row).returningAll().executeTakeFirstOrThrow();
+
+export function updateWebhook(db: Db, ownerId: string, id: string, changes: Partial<Pick<WebhookRow, 'url' | 'description' | 'events' | 'enabled' | 'disabled_reason' | 'disabled_at' | 'failing_since' | 'secret_enc' | 'previous_secret_enc' | 'previous_secret_expires_at'>>) {
+  return db.updateTable('webhooks').set({ ...changes, updated_at: new Date() }).where('owner_id', '=', ownerId).where('id', '=', id).returningAll().executeTakeFirst();
+}
+
+export async function deleteWebhook(db: Db, ownerId: string, id: string) {
+  const result = await db.deleteFrom('webhooks').where('owner_id', '=', ownerId).where('id', '=', id).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+/** Pages newest first by (created_at, id); the cursor is the last row's pair. */
+export function listDeliveries(db: Db, webhookId: string, page: { limit: number; after?: { createdAt: string; id: string }; status?: string }) {
+  let query = db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_events as e', 'e.id', 'd.event_id')
+    .selectAll('d')
+    .select('e.type as event_type')
+    .where('d.webhook_id', '=', webhookId);
+  if (page.status) query = query.where('d.status', '=', page.status as WebhookDeliveryRow['status']);
+  if (page.after) {
+    const { createdAt, id } = page.after;
+    query = query.where(sql<boolean>`(d.created_at, d.id) < (${new Date(createdAt)}::timestamptz, ${id}::uuid)`);
+  }
+  return query.orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(page.limit + 1).execute();
+}
+
+export const findDelivery = (db: Db, webhookId: string, deliveryId: string) =>
+  db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_events as e', 'e.id', 'd.event_id')
+    .selectAll('d')
+    .select('e.type as event_type')
+    .where('d.webhook_id', '=', webhookId)
+    .where('d.id', '=', deliveryId)
+    .executeTakeFirst();
+
+/** Everything one attempt needs, in one query. */
+export const loadDeliveryForSend = (db: Db, deliveryId: string) =>
+  db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_events as e', 'e.id', 'd.event_id')
+    .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
+    .select([
+      'd.id',
+      'd.status',
+      'd.attempt_count',
+      'd.next_attempt_at',
+      'd.webhook_id',
+      'd.owner_id',
+      'e.id as event_id',
+      'e.type as event_type',
+      'e.body',
+      'w.url',
+      'w.enabled',
+      'w.secret_enc',
+      'w.previous_secret_enc',
+      'w.previous_secret_expires_at',
+    ])
+    .where('d.id', '=', deliveryId)
+    .executeTakeFirst();
+
+export type DeliveryForSend = NonNullable<Awaited<ReturnType<typeof loadDeliveryForSend>>>;
+
+export async function saveAttempt(
+  db: Db,
+  deliveryId: string,
+  change: { status: WebhookDeliveryRow['status']; countsAsAutomatic: boolean; nextAttemptAt: Date | null | undefined; attempt: WebhookAttempt },
+) {
+  await db
+    .updateTable('webhook_deliveries')
+    .set((eb) => ({
+      status: change.status,
+      attempt_count: change.countsAsAutomatic ? eb('attempt_count', '+', 1) : eb.ref('attempt_count'),
+      attempts: sql<string>`attempts || jsonb_build_array(cast(${JSON.stringify(change.attempt)}::text as jsonb))`,
+      ...(change.nextAttemptAt !== undefined ? { next_attempt_at: change.nextAttemptAt } : {}),
+      last_attempt_at: new Date(change.attempt.at),
+      last_http_status: change.attempt.httpStatus,
+      updated_at: new Date(),
+    }))
+    .where('id', '=', deliveryId)
+    .execute();
+}
+
+/** Success clears the failure streak; a failure starts it (once) and returns the endpoint's state after. */
+export async function recordEndpointOutcome(db: Db, webhookId: string, succeeded: boolean, at: Date) {
+  if (succeeded) {
+    await db.updateTable('webhooks').set({ failing_since: null, last_success_at: at }).where('id', '=', webhookId).execute();
+    return undefined;
+  }
+  return db
+    .updateTable('webhooks')
+    .set({ failing_since: sql<Date>`coalesce(failing_since, ${at}::timestamptz)` })
+    .where('id', '=', webhookId)
+    .returning(['id', 'owner_id', 'url', 'enabled', 'failing_since'])
+    .executeTakeFirst();
+}
+
+/** Disables an endpoint that is still enabled; returns it when this call did the disabling. */
+export const disableEndpoint = (db: Db, webhookId: string, reason: 'gone' | 'failing', at: Date) =>
+  db
+    .updateTable('webhooks')
+    .set({ enabled: false, disabled_reason: reason, disabled_at: at, updated_at: at })
+    .where('id', '=', webhookId)
+    .where('enabled', '=', true)
+    .returning(['id', 'owner_id', 'url'])
+    .executeTakeFirst();
+
+export interface WebhookStatsRow {
+  webhook_id: string;
+  deliveries: number;
+  succeeded: number;
+  failed: number;
+  pending: number;
+  last_failure_at: Date | null;
+  last_failure_status: number | null;
+}
+
+export async function deliveryStats(db: Db, ownerId: string, webhookIds: string[]) {
+  if (webhookIds.length === 0) return new Map<string, WebhookStatsRow>();
+  const { rows } = await sql<WebhookStatsRow>`
+    select d.webhook_id,
+           count(*)::int as deliveries,
+           count(*) filter (where d.status = 'succeeded')::int as succeeded,
+           count(*) filter (where d.status in ('failed', 'exhausted'))::int as failed,
+           count(*) filter (where d.status = 'pending')::int as pending,
+           max(d.last_attempt_at) filter (where d.status in ('failed', 'exhausted')) as last_failure_at,
+           (array_agg(d.last_http_status order by d.last_attempt_at desc) filter (where d.status in ('failed', 'exhausted')))[1] as last_failure_status
+      from webhook_deliveries d
+     where d.owner_id = ${ownerId}::uuid and d.webhook_id in (${sql.join(webhookIds.map((id) => sql`${id}::uuid`))})
+     group by d.webhook_id`.execute(db);
+  return new Map(rows.map((r) => [r.webhook_id, r]));
+}

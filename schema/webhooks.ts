@@ -1,0 +1,145 @@
+import { z } from 'zod';
+import { idParam, timestamp } from './common.ts';
+import { apiKeySchema } from './api-keys.ts';
+import { chatInterfaceSchema } from './chat-interfaces.ts';
+import { kbConfigSchema, kbDocumentSchema } from './knowledge-base.ts';
+
+const deletedData = z.object({ id: z.string() });
+const chatMessageData = z.object({
+  messageId: z.string(),
+  sessionId: z.string(),
+  chatInterfaceId: z.string(),
+  role: z.enum(['user', 'assistant', 'operator']),
+  content: z.string(),
+});
+
+/**
+ * The event catalogue: every event type and the schema of its `data`. Adding an event for a later area
+ * (bookings, billing, support, domains) is one line here plus the one call that emits it; the OpenAPI
+ * document, the subscription validation and the GraphQL enum all read this table.
+ */
+export const WEBHOOK_EVENTS = {
+  'document.completed': kbDocumentSchema,
+  'document.failed': kbDocumentSchema,
+  'chat_session.created': z.object({ sessionId: z.string(), chatInterfaceId: z.string() }),
+  'chat_message.created': chatMessageData,
+  'api_key.created': apiKeySchema,
+  'api_key.updated': apiKeySchema,
+  'api_key.deleted': deletedData,
+  'chat_interface.created': chatInterfaceSchema,
+  'chat_interface.updated': chatInterfaceSchema,
+  'chat_interface.deleted': deletedData,
+  'knowledge_base.created': kbConfigSchema,
+  'knowledge_base.updated': kbConfigSchema,
+  'knowledge_base.deleted': deletedData,
+  'webhook.test': z.object({ webhookId: z.string(), message: z.string() }),
+  'webhook.disabled': z.object({ webhookId: z.string(), url: z.string(), reason: z.enum(['gone', 'failing']), message: z.string() }),
+} as const;
+
+export type WebhookEventType = keyof typeof WEBHOOK_EVENTS;
+export type WebhookEventData<T extends WebhookEventType> = z.input<(typeof WEBHOOK_EVENTS)[T]>;
+export const WEBHOOK_EVENT_TYPES = Object.keys(WEBHOOK_EVENTS) as WebhookEventType[];
+export const isWebhookEventType = (value: string): value is WebhookEventType => Object.prototype.hasOwnProperty.call(WEBHOOK_EVENTS, value);
+
+/** The body of every delivery: Standard Webhooks' recommended `type`/`timestamp`/`data`, plus the event id. */
+export const webhookEnvelopeSchema = z.object({
+  id: z.string().meta({ description: 'Event id; also sent as the webhook-id header, the same on every retry and replay' }),
+  type: z.string(),
+  timestamp: timestamp,
+  data: z.unknown(),
+});
+
+const eventsField = z
+  .array(z.string().trim().min(1).max(100))
+  .min(1)
+  .max(WEBHOOK_EVENT_TYPES.length + 1)
+  .superRefine((events, ctx) => {
+    for (const [i, e] of events.entries()) {
+      if (e !== '*' && !isWebhookEventType(e)) ctx.addIssue({ code: 'custom', path: [i], message: `unknown event type '${e}'; known: *, ${WEBHOOK_EVENT_TYPES.join(', ')}` });
+    }
+  })
+  .meta({ description: "Event types to receive; '*' means all", example: ['document.completed', 'api_key.created'] });
+
+const secretField = z.string().max(200).meta({
+  description: 'Signing secret: `whsec_` followed by the base64 of 24 to 64 random bytes. Omit it and one is generated and shown once.',
+});
+const urlField = z.string().trim().min(1).max(2048).meta({ description: 'Receiver URL (https; a public address)', example: 'https://example.com/hooks' });
+
+export const createWebhookInput = z.object({
+  url: urlField,
+  events: eventsField.optional(),
+  secret: secretField.optional(),
+  enabled: z.boolean().optional(),
+  description: z.string().trim().max(500).optional(),
+});
+
+export const updateWebhookInput = z
+  .object({ webhookId: idParam, url: urlField.optional(), events: eventsField.optional(), enabled: z.boolean().optional(), description: z.string().trim().max(500).nullable().optional() })
+  .refine((v) => v.url !== undefined || v.events !== undefined || v.enabled !== undefined || v.description !== undefined, { message: 'give url, events, enabled or description', path: ['url'] });
+
+export const webhookStatsSchema = z
+  .object({
+    deliveries: z.number().int(),
+    succeeded: z.number().int(),
+    failed: z.number().int().meta({ description: 'Deliveries whose last attempt failed (retrying or exhausted)' }),
+    pending: z.number().int(),
+    successRate: z.number().nullable().meta({ description: 'succeeded / (succeeded + failed), null before any outcome' }),
+    lastFailureAt: timestamp.nullable(),
+    lastFailureStatus: z.number().int().nullable(),
+    lastSuccessAt: timestamp.nullable(),
+  })
+  .meta({ id: 'WebhookStats' });
+
+export const webhookSchema = z
+  .object({
+    id: z.string(),
+    url: z.string(),
+    description: z.string().nullable(),
+    events: z.array(z.string()),
+    enabled: z.boolean(),
+    disabledReason: z.string().nullable().meta({ description: "Why delivery stopped: 'gone' (the receiver answered 410), 'failing' (5 days without a success) or 'owner'" }),
+    disabledAt: timestamp.nullable(),
+    secretRotationGraceUntil: timestamp.nullable().meta({ description: 'Until then deliveries are signed with the previous secret too' }),
+    failingSince: timestamp.nullable(),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  })
+  .meta({ id: 'Webhook' });
+
+export const createdWebhookSchema = z.object({
+  webhook: webhookSchema,
+  secret: z.string().optional().meta({ description: 'The generated signing secret, shown only in this response (absent when you supplied one)' }),
+});
+
+export const deliveryStatusSchema = z.enum(['pending', 'succeeded', 'failed', 'exhausted']);
+
+export const deliveryAttemptSchema = z.object({
+  at: timestamp,
+  trigger: z.enum(['automatic', 'replay']),
+  httpStatus: z.number().int().nullable(),
+  latencyMs: z.number(),
+  responseExcerpt: z.string().nullable().meta({ description: 'The first 500 characters of the response body, as text' }),
+  error: z.string().nullable(),
+});
+
+export const webhookDeliverySchema = z
+  .object({
+    deliveryId: z.string(),
+    webhookId: z.string(),
+    eventId: z.string(),
+    eventType: z.string(),
+    status: deliveryStatusSchema,
+    attemptCount: z.number().int(),
+    attempts: z.array(deliveryAttemptSchema),
+    nextAttemptAt: timestamp.nullable(),
+    lastHttpStatus: z.number().int().nullable(),
+    createdAt: timestamp,
+  })
+  .meta({ id: 'WebhookDelivery' });
+
+export const listDeliveriesInput = z.object({
+  webhookId: idParam,
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  cursor: z.string().max(200).optional().meta({ description: 'nextCursor of the previous page' }),
+  status: deliveryStatusSchema.optional(),
+});

@@ -1,0 +1,342 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Webhook } from 'standardwebhooks';
+import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { startWebhookReceiver, verifyDelivery, type ReceivedWebhook, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
+
+let app: TestApp;
+let receiver: WebhookReceiver;
+let other: WebhookReceiver;
+let ent: { token: string; ownerId: string };
+let ent2: { token: string; ownerId: string };
+let free: { token: string; ownerId: string };
+
+const base = '/api/v1/enterprise/webhooks';
+const payloads = (list: ReceivedWebhook[]) => list.map((r) => JSON.parse(r.body) as { id: string; type: string; timestamp: string; data: any });
+
+async function makeEnterprise(prefix: string) {
+  const owner = await app.signUp(prefix);
+  await app.deps.database.db.updateTable('owners').set({ plan: 'enterprise' }).where('id', '=', owner.ownerId).execute();
+  return owner;
+}
+
+async function createHook(token: string, body: Record<string, unknown>) {
+  const res = await app.request('POST', base, { token, body });
+  expect(res.status, res.text).toBe(201);
+  return res.body.data as { webhook: { id: string; url: string; events: string[] }; secret?: string };
+}
+
+/** Waits until `predicate` holds for the receiver's requests. */
+async function until(r: WebhookReceiver, predicate: (list: ReceivedWebhook[]) => boolean, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate(r.received)) {
+    if (Date.now() > deadline) throw new Error(`timed out; received ${r.received.length}: ${payloads(r.received).map((p) => p.type).join(', ')}`);
+    await new Promise((res) => setTimeout(res, 20));
+  }
+  return r.received;
+}
+
+async function deliveries(token: string, hookId: string, query = '') {
+  const res = await app.request('GET', `${base}/${hookId}/deliveries${query}`, { token });
+  expect(res.status, res.text).toBe(200);
+  return res.body.data as { deliveries: any[]; nextCursor: string | null; hasMore: boolean };
+}
+
+async function settled(token: string, hookId: string, deliveryId: string, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = (await deliveries(token, hookId, '?limit=100')).deliveries.find((d) => d.deliveryId === deliveryId);
+    if (found && found.status !== 'pending') return found;
+    if (Date.now() > deadline) throw new Error(`delivery ${deliveryId} still ${found?.status}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+beforeAll(async () => {
+  receiver = await startWebhookReceiver();
+  other = await startWebhookReceiver('/other');
+  app = await startTestApp({ OUTBOUND_ALLOW_HOSTS: `${receiver.hostPort},${other.hostPort}`, RATE_LIMIT_DEFAULT: '1000', RATE_LIMIT_UPLOAD: '100' });
+  ent = await makeEnterprise('wh-ent');
+  ent2 = await makeEnterprise('wh-ent2');
+  free = await app.signUp('wh-free');
+});
+
+afterAll(async () => {
+  await app?.stop();
+  await receiver?.close();
+  await other?.close();
+});
+
+describe('access', () => {
+  it('every webhook operation is 403 for a non-enterprise owner and 401 without a session', async () => {
+    const id = '00000000-0000-4000-8000-000000000000';
+    const ops: Array<[string, string, unknown?]> = [
+      ['GET', base],
+      ['POST', base, { url: receiver.url }],
+      ['GET', `${base}/${id}`],
+      ['PATCH', `${base}/${id}`, { enabled: false }],
+      ['DELETE', `${base}/${id}`],
+      ['GET', `${base}/${id}/deliveries`],
+      ['POST', `${base}/${id}/replay`, { deliveryId: id }],
+      ['POST', `${base}/${id}/test`, {}],
+      ['POST', `${base}/${id}/validate`, { url: receiver.url }],
+      ['POST', `${base}/${id}/rotate-secret`, {}],
+    ];
+    for (const [method, path, body] of ops) {
+      const forbidden = await app.request(method, path, { token: free.token, body });
+      expect(forbidden.status, `${method} ${path}`).toBe(403);
+      expect(forbidden.body).toMatchObject({ success: false, error: { code: 'FORBIDDEN' } });
+      expect((await app.request(method, path, { body })).status, `${method} ${path}`).toBe(401);
+    }
+  });
+});
+
+describe('endpoint management', () => {
+  it('creates with a generated secret shown once, never returned again', async () => {
+    const created = await createHook(ent.token, { url: receiver.url, events: ['api_key.created'] });
+    expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(created.webhook).toMatchObject({ url: receiver.url, events: ['api_key.created'], enabled: true, disabledReason: null });
+    const got = await app.request('GET', `${base}/${created.webhook.id}`, { token: ent.token });
+    expect(got.status).toBe(200);
+    expect(got.text).not.toContain(created.secret!.slice(6));
+    expect(got.body.data.webhook.stats).toMatchObject({ deliveries: 0, successRate: null });
+    const listed = await app.request('GET', base, { token: ent.token });
+    expect(listed.text).not.toContain(created.secret!.slice(6));
+    const stored = await app.deps.database.db.selectFrom('webhooks').select('secret_enc').where('id', '=', created.webhook.id).executeTakeFirstOrThrow();
+    expect(stored.secret_enc).not.toContain(created.secret!.slice(6));
+    await app.request('DELETE', `${base}/${created.webhook.id}`, { token: ent.token });
+  });
+
+  it('accepts an owner-supplied secret without echoing it; refuses short or malformed ones with 400', async () => {
+    const secret = 'whsec_' + Buffer.alloc(24, 7).toString('base64');
+    const created = await createHook(ent.token, { url: receiver.url, secret, events: ['*'] });
+    expect(created.secret).toBeUndefined();
+    await app.request('DELETE', `${base}/${created.webhook.id}`, { token: ent.token });
+    for (const bad of ['whsec_' + Buffer.alloc(23, 1).toString('base64'), 'short', 'whsec_not base64!!']) {
+      const res = await app.request('POST', base, { token: ent.token, body: { url: receiver.url, secret: bad } });
+      expect(res.status, bad).toBe(400);
+      expect(res.body.error.details).toMatch(/^secret/);
+    }
+  });
+
+  it('refuses plain http (unless allow-listed), private addresses, unknown events and an empty event list', async () => {
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ url: 'http://example.com/hook' }, /url: must use https/],
+      [{ url: 'https://127.0.0.1/hook' }, /url: .*not a public address/],
+      [{ url: 'https://169.254.169.254/latest' }, /url: .*not a public address/],
+      [{ url: 'https://[::ffff:10.0.0.1]/x' }, /url: .*not a public address/],
+      [{ url: 'not a url' }, /url: not a valid absolute URL/],
+      [{ url: receiver.url, events: ['document.exploded'] }, /events.*unknown event type 'document\.exploded'/],
+      [{ url: receiver.url, events: [] }, /events/],
+      [{}, /url/],
+    ];
+    for (const [body, details] of cases) {
+      const res = await app.request('POST', base, { token: ent.token, body });
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.error.details, JSON.stringify(body)).toMatch(details);
+    }
+  });
+
+  it("another owner's webhook is a 404 for every operation", async () => {
+    const mine = await createHook(ent.token, { url: receiver.url, events: ['knowledge_base.deleted'] });
+    const id = mine.webhook.id;
+    for (const [method, path, body] of [
+      ['GET', `${base}/${id}`],
+      ['PATCH', `${base}/${id}`, { enabled: false }],
+      ['DELETE', `${base}/${id}`],
+      ['GET', `${base}/${id}/deliveries`],
+      ['POST', `${base}/${id}/replay`, { deliveryId: id }],
+      ['POST', `${base}/${id}/test`, {}],
+      ['POST', `${base}/${id}/validate`, {}],
+      ['POST', `${base}/${id}/rotate-secret`, {}],
+    ] as Array<[string, string, unknown?]>) {
+      expect((await app.request(method, path, { token: ent2.token, body })).status, `${method} ${path}`).toBe(404);
+    }
+    expect((await app.request('GET', base, { token: ent2.token })).body.data.webhooks.map((w: { id: string }) => w.id)).not.toContain(id);
+    const patched = await app.request('PATCH', `${base}/${id}`, { token: ent.token, body: { events: ['*'], enabled: false } });
+    expect(patched.body.data.webhook).toMatchObject({ events: ['*'], enabled: false, disabledReason: 'owner' });
+    const enabled = await app.request('PATCH', `${base}/${id}`, { token: ent.token, body: { enabled: true } });
+    expect(enabled.body.data.webhook).toMatchObject({ enabled: true, disabledReason: null, disabledAt: null });
+    expect((await app.request('DELETE', `${base}/${id}`, { token: ent.token })).status).toBe(200);
+    expect((await app.request('GET', `${base}/${id}`, { token: ent.token })).status).toBe(404);
+  });
+});
+
+describe('events, signatures and delivery', () => {
+  it('delivers the event catalogue, signed so that standardwebhooks verifies every delivery', async () => {
+    receiver.received.length = 0;
+    const hook = await createHook(ent.token, { url: receiver.url, events: ['*'] });
+    const secret = hook.secret!;
+    // Changes of every kind, by the owner.
+    const kb = (await app.request('POST', '/api/v1/knowledge-base/configs', { token: ent.token, body: { name: 'Hooks KB' } })).body.data.config;
+    await app.request('PATCH', `/api/v1/knowledge-base/configs/${kb.id}`, { token: ent.token, body: { name: 'Hooks KB 2' } });
+    const ci = (await app.request('POST', '/api/v1/chat-interfaces', { token: ent.token, body: { name: 'Hooks chat', configId: kb.id } })).body.data.chatInterface;
+    await app.request('PATCH', `/api/v1/chat-interfaces/${ci.id}`, { token: ent.token, body: { welcomeMessage: 'Hi' } });
+    const key = (await app.request('POST', '/api/v1/api-keys', { token: ent.token, body: { name: 'k', chatInterfaceId: ci.id } })).body.data;
+    await app.request('PATCH', `/api/v1/api-keys/${key.apiKey.id}`, { token: ent.token, body: { name: 'k2' } });
+    const good = await app.upload('/api/v1/knowledge-base/documents', { token: ent.token, fileName: 'faq.txt', bytes: Buffer.from('Shipping takes three days.'), fields: { configId: kb.id } });
+    expect(good.status, good.text).toBe(201);
+    const bad = await app.upload('/api/v1/knowledge-base/documents', { token: ent.token, fileName: 'empty.md', bytes: Buffer.from('#\n\n'), fields: { configId: kb.id } });
+    expect(bad.status, bad.text).toBe(201);
+    const turn = await app.request('POST', `/api/v1/chat/${ci.slug}`, { token: key.key, body: { message: 'How long is shipping?' } });
+    expect(turn.status, turn.text).toBe(200);
+    await app.request('POST', '/api/v1/chat-messages', { token: ent.token, body: { sessionId: turn.body.sessionId, message: 'An operator here' } });
+    await app.request('DELETE', `/api/v1/api-keys/${key.apiKey.id}`, { token: ent.token });
+    await app.request('DELETE', `/api/v1/chat-interfaces/${ci.id}`, { token: ent.token });
+    await app.request('DELETE', `/api/v1/knowledge-base/configs/${kb.id}`, { token: ent.token });
+
+    const expected = [
+      'knowledge_base.created', 'knowledge_base.updated', 'chat_interface.created', 'chat_interface.updated', 'api_key.created', 'api_key.updated',
+      'document.completed', 'document.failed', 'chat_session.created', 'chat_message.created', 'api_key.deleted', 'chat_interface.deleted', 'knowledge_base.deleted',
+    ];
+    const got = await until(receiver, (list) => expected.every((t) => payloads(list).some((p) => p.type === t)) && payloads(list).filter((p) => p.type === 'chat_message.created').length >= 3);
+    for (const delivery of got) {
+      const verified = verifyDelivery(secret, delivery) as { id: string; type: string };
+      expect(verified.id).toBe(delivery.headers['webhook-id']);
+      expect(delivery.headers['content-type']).toBe('application/json');
+    }
+    const byType = (t: string) => payloads(got).filter((p) => p.type === t);
+    expect(byType('knowledge_base.updated')[0]!.data).toMatchObject({ id: kb.id, name: 'Hooks KB 2' });
+    expect(byType('api_key.created')[0]!.data).toMatchObject({ id: key.apiKey.id, name: 'k' });
+    expect(JSON.stringify(byType('api_key.created'))).not.toContain(key.key);
+    expect(byType('document.completed')[0]!.data).toMatchObject({ fileName: 'faq.txt', status: 'completed' });
+    expect(byType('document.failed')[0]!.data).toMatchObject({ fileName: 'empty.md', status: 'failed' });
+    expect(byType('chat_session.created')[0]!.data).toEqual({ sessionId: turn.body.sessionId, chatInterfaceId: ci.id });
+    // Deliveries run concurrently: receivers get no ordering guarantee (the timestamp and ids tell the order).
+    expect(byType('chat_message.created').map((p) => [p.data.role, p.data.content]).sort()).toEqual([
+      ['assistant', turn.body.message],
+      ['operator', 'An operator here'],
+      ['user', 'How long is shipping?'],
+    ]);
+    expect(byType('chat_interface.deleted')[0]!.data).toEqual({ id: ci.id });
+    // Ids are unique per event; timestamps are ISO.
+    expect(new Set(got.map((r) => r.headers['webhook-id'])).size).toBe(got.length);
+    for (const p of payloads(got)) expect(Number.isNaN(Date.parse(p.timestamp))).toBe(false);
+    await app.request('DELETE', `${base}/${hook.webhook.id}`, { token: ent.token });
+  });
+
+  it('standardwebhooks rejects a tampered body, a wrong secret and a 6-minute-old timestamp', async () => {
+    receiver.received.length = 0;
+    const hook = await createHook(ent.token, { url: receiver.url, events: ['webhook.test'] });
+    const test = await app.request('POST', `${base}/${hook.webhook.id}/test`, { token: ent.token, body: {} });
+    const [delivery] = await receiver.waitFor(1);
+    expect(verifyDelivery(hook.secret!, delivery!)).toMatchObject({ type: 'webhook.test', data: { webhookId: hook.webhook.id } });
+    expect(() => verifyDelivery(hook.secret!, { ...delivery!, body: delivery!.body.replace('test event', 'TEST event') })).toThrow(/signature/i);
+    expect(() => verifyDelivery('whsec_' + Buffer.alloc(32, 9).toString('base64'), delivery!)).toThrow(/signature/i);
+    // Re-signed correctly but six minutes old: the timestamp tolerance (5 min) must refuse it.
+    const old = new Date(Date.now() - 6 * 60_000);
+    const stale = { webhook: new Webhook(hook.secret!) };
+    const headers = { 'webhook-id': String(delivery!.headers['webhook-id']), 'webhook-timestamp': String(Math.floor(old.getTime() / 1000)), 'webhook-signature': stale.webhook.sign(String(delivery!.headers['webhook-id']), old, delivery!.body) };
+    expect(() => stale.webhook.verify(delivery!.body, headers)).toThrow(/too old/i);
+    expect(test.body).toEqual({ success: true, message: expect.any(String), deliveryId: expect.any(String) });
+    const settledDelivery = await settled(ent.token, hook.webhook.id, test.body.deliveryId);
+    expect(settledDelivery).toMatchObject({ status: 'succeeded', eventType: 'webhook.test', attemptCount: 1, lastHttpStatus: 200 });
+    expect(settledDelivery.attempts[0]).toMatchObject({ trigger: 'automatic', httpStatus: 200, responseExcerpt: 'ok', error: null });
+    await app.request('DELETE', `${base}/${hook.webhook.id}`, { token: ent.token });
+  });
+
+  it('filters by subscription, across endpoints and owners', async () => {
+    receiver.received.length = 0;
+    other.received.length = 0;
+    const onlyKeys = await createHook(ent.token, { url: receiver.url, events: ['api_key.deleted'] });
+    const everything = await createHook(ent.token, { url: other.url });
+    expect(everything.webhook.events).toEqual(['*']);
+    const foreign = await createHook(ent2.token, { url: other.url.replace('/other', '/foreign'), events: ['*'] });
+    const kb = (await app.request('POST', '/api/v1/knowledge-base/configs', { token: ent.token, body: { name: 'Filter KB' } })).body.data.config;
+    await until(other, (list) => payloads(list).some((p) => p.type === 'knowledge_base.created' && p.data.id === kb.id));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(payloads(receiver.received).map((p) => p.type)).toEqual([]);
+    expect(other.received.filter((r) => r.headers['webhook-id'] && payloads([r])[0]!.data.id === kb.id)).toHaveLength(1);
+    // ent2's endpoint never saw ent's event.
+    expect(other.received.every((r) => !r.body.includes(foreign.webhook.id))).toBe(true);
+    for (const h of [onlyKeys, everything]) await app.request('DELETE', `${base}/${h.webhook.id}`, { token: ent.token });
+    await app.request('DELETE', `${base}/${foreign.webhook.id}`, { token: ent2.token });
+  });
+
+  it('replays a failed delivery with the same webhook-id; succeeded ones are a 409; another owner is a 404', async () => {
+    receiver.received.length = 0;
+    receiver.reply = () => ({ status: 500, body: 'boom' });
+    const hook = await createHook(ent.token, { url: receiver.url, events: ['webhook.test'] });
+    const test = await app.request('POST', `${base}/${hook.webhook.id}/test`, { token: ent.token, body: {} });
+    const failed = await settled(ent.token, hook.webhook.id, test.body.deliveryId);
+    expect(failed).toMatchObject({ status: 'failed', attemptCount: 1, lastHttpStatus: 500 });
+    expect(failed.attempts[0]).toMatchObject({ httpStatus: 500, responseExcerpt: 'boom', error: 'Receiver answered 500' });
+    expect(Date.parse(failed.nextAttemptAt) - Date.parse(failed.attempts[0].at)).toBeGreaterThanOrEqual(4_500);
+
+    expect((await app.request('POST', `${base}/${hook.webhook.id}/replay`, { token: ent2.token, body: { deliveryId: test.body.deliveryId } })).status).toBe(404);
+    receiver.reply = () => ({});
+    const replay = await app.request('POST', `${base}/${hook.webhook.id}/replay`, { token: ent.token, body: { deliveryId: test.body.deliveryId } });
+    expect(replay.status, replay.text).toBe(200);
+    expect(replay.body.data).toMatchObject({ deliveryId: test.body.deliveryId, replayQueued: true });
+    await receiver.waitFor(2);
+    const ids = receiver.received.map((r) => r.headers['webhook-id']);
+    expect(ids[1]).toBe(ids[0]);
+    expect(receiver.received[1]!.body).toBe(receiver.received[0]!.body);
+    const done = await (async () => {
+      for (let i = 0; i < 200; i++) {
+        const d = (await deliveries(ent.token, hook.webhook.id)).deliveries[0];
+        if (d.status === 'succeeded') return d;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      throw new Error('replay never succeeded');
+    })();
+    expect(done.attempts.map((a: { trigger: string }) => a.trigger)).toEqual(['automatic', 'replay']);
+    const again = await app.request('POST', `${base}/${hook.webhook.id}/replay`, { token: ent.token, body: { deliveryId: test.body.deliveryId } });
+    expect(again.status).toBe(409);
+    expect((await app.request('POST', `${base}/${hook.webhook.id}/replay`, { token: ent.token, body: { deliveryId: '00000000-0000-4000-8000-000000000000' } })).status).toBe(404);
+    expect((await app.request('POST', `${base}/${hook.webhook.id}/replay`, { token: ent.token, body: {} })).status).toBe(400);
+    await app.request('DELETE', `${base}/${hook.webhook.id}`, { token: ent.token });
+  });
+
+  it('pages the delivery history newest first', async () => {
+    const hook = await createHook(ent.token, { url: receiver.url, events: ['webhook.test'] });
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await app.request('POST', `${base}/${hook.webhook.id}/test`, { token: ent.token, body: {} })).body.deliveryId);
+    const first = await deliveries(ent.token, hook.webhook.id, '?limit=2');
+    expect(first.deliveries.map((d) => d.deliveryId)).toEqual([ids[4], ids[3]]);
+    expect(first.hasMore).toBe(true);
+    const second = await deliveries(ent.token, hook.webhook.id, `?limit=2&cursor=${first.nextCursor}`);
+    expect(second.deliveries.map((d) => d.deliveryId)).toEqual([ids[2], ids[1]]);
+    const third = await deliveries(ent.token, hook.webhook.id, `?limit=2&cursor=${second.nextCursor}`);
+    expect(third.deliveries.map((d) => d.deliveryId)).toEqual([ids[0]]);
+    expect(third).toMatchObject({ hasMore: false, nextCursor: null });
+    expect((await app.request('GET', `${base}/${hook.webhook.id}/deliveries?cursor=garbage`, { token: ent.token })).status).toBe(400);
+    expect((await app.request('GET', `${base}/${hook.webhook.id}/deliveries?limit=1000`, { token: ent.token })).status).toBe(400);
+    await app.request('DELETE', `${base}/${hook.webhook.id}`, { token: ent.token });
+  });
+});
+
+describe('validate and rotate-secret', () => {
+  it('validate reports acceptability and reachability without sending an event', async () => {
+    receiver.received.length = 0;
+    const hook = await createHook(ent.token, { url: receiver.url, events: ['*'] });
+    const ok = await app.request('POST', `${base}/${hook.webhook.id}/validate`, { token: ent.token, body: {} });
+    expect(ok.body).toEqual({ success: true, valid: true, message: expect.stringMatching(/Reachable/) });
+    const closed = await app.request('POST', `${base}/${hook.webhook.id}/validate`, { token: ent.token, body: { url: receiver.url.replace(/:\d+\//, ':1/') } });
+    expect(closed.body).toMatchObject({ success: true, valid: false });
+    const privateUrl = await app.request('POST', `${base}/${hook.webhook.id}/validate`, { token: ent.token, body: { url: 'https://10.1.2.3/hook' } });
+    expect(privateUrl.body).toMatchObject({ success: true, valid: false, message: expect.stringMatching(/not acceptable/) });
+    const plain = await app.request('POST', `${base}/${hook.webhook.id}/validate`, { token: ent.token, body: { url: 'http://example.com/hook' } });
+    expect(plain.body).toMatchObject({ valid: false, message: expect.stringMatching(/https/) });
+    expect(receiver.received).toHaveLength(0);
+    await app.request('DELETE', `${base}/${hook.webhook.id}`, { token: ent.token });
+  });
+
+  it('rotate-secret shows the new secret once; during the grace period both secrets verify', async () => {
+    receiver.received.length = 0;
+    const hook = await createHook(ent.token, { url: receiver.url, events: ['webhook.test'] });
+    const rotated = await app.request('POST', `${base}/${hook.webhook.id}/rotate-secret`, { token: ent.token, body: {} });
+    expect(rotated.status).toBe(200);
+    expect(rotated.body).toMatchObject({ success: true, secret: expect.stringMatching(/^whsec_/), message: expect.any(String) });
+    const newSecret = rotated.body.secret as string;
+    expect(newSecret).not.toBe(hook.secret);
+    const got = await app.request('GET', `${base}/${hook.webhook.id}`, { token: ent.token });
+    expect(got.text).not.toContain(newSecret.slice(6));
+    expect(Date.parse(got.body.data.webhook.secretRotationGraceUntil) - Date.now()).toBeGreaterThan(23 * 3_600_000);
+    await app.request('POST', `${base}/${hook.webhook.id}/test`, { token: ent.token, body: {} });
+    const [delivery] = await receiver.waitFor(1);
+    expect(String(delivery!.headers['webhook-signature']).split(' ')).toHaveLength(2);
+    expect(verifyDelivery(newSecret, delivery!)).toMatchObject({ type: 'webhook.test' });
+    expect(verifyDelivery(hook.secret!, delivery!)).toMatchObject({ type: 'webhook.test' });
+    await app.request('DELETE', `${base}/${hook.webhook.id}`, { token: ent.token });
+  });
+});
