@@ -69,7 +69,7 @@ export interface JobQueue {
   /** Stops claiming, aborts running handlers' signals, waits for them (bounded by timeoutMs, default 10 s), releases unfinished jobs back to queued without counting an attempt. */
   stop(timeoutMs?: number): Promise<void>;
   /** Runs until no job is ready (for tests/benchmarks): claims and runs jobs until the queue has nothing ready now. */
-  drain(handlers?: Record<string, JobHandler>): Promise<void>;
+  drain(handlers?: Record<string, JobHandler>, options?: { onlyHandledKinds?: boolean }): Promise<void>;
   /** Wake the poller now (called after enqueue in the same process so work starts without waiting for the poll interval). */
   notify(): void;
   stats(): Promise<{ queued: number; running: number; dead: number; oldestQueuedAgeSeconds: number | null }>;
@@ -523,12 +523,13 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
       stopping = false;
     },
 
-    async drain(drainHandlers) {
+    async drain(drainHandlers, drainOptions = {}) {
       const table = drainHandlers ?? handlers;
-      const { concurrency, leaseMs, kinds } = options;
+      const { concurrency, leaseMs } = options;
+      const kinds = drainOptions.onlyHandledKinds ? Object.keys(table) : drainHandlers ? undefined : options.kinds;
       for (;;) {
         if (stopping) return;
-        const rows = await claim(concurrency, leaseMs, drainHandlers ? undefined : kinds);
+        const rows = await claim(concurrency, leaseMs, kinds);
         if (rows.length === 0) return;
         await Promise.all(rows.map((row) => execute(row, table, leaseMs).done));
       }
