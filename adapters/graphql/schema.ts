@@ -11,6 +11,8 @@ type ChatInterface = Awaited<ReturnType<Caller['chatInterfaces']['list']>>['chat
 type ApiKey = Awaited<ReturnType<Caller['apiKeys']['list']>>['apiKeys'][number];
 type KnowledgeBase = Awaited<ReturnType<Caller['knowledgeBase']['configs']['list']>>['configs'][number];
 type KbDocument = Awaited<ReturnType<Caller['knowledgeBase']['documents']['list']>>['documents'][number];
+type Webhook = Awaited<ReturnType<Caller['webhooks']['list']>>['webhooks'][number];
+type WebhookDelivery = Awaited<ReturnType<Caller['webhooks']['deliveries']>>['deliveries'][number];
 type KbCollection = Awaited<ReturnType<Caller['knowledgeBase']['ask']['collections']>>['collections'][number];
 
 /**
@@ -147,6 +149,54 @@ export function buildGraphqlSchema(router: AnyRouter) {
     }),
   });
 
+  const WebhookStatsRef = builder.objectRef<Webhook['stats']>('WebhookStats').implement({
+    description: 'Delivery statistics of one endpoint, for dashboards',
+    fields: (t) => ({
+      deliveries: t.exposeInt('deliveries'),
+      succeeded: t.exposeInt('succeeded'),
+      failed: t.exposeInt('failed', { description: 'Deliveries whose last attempt failed (retrying or exhausted)' }),
+      pending: t.exposeInt('pending'),
+      successRate: t.exposeFloat('successRate', { nullable: true, description: 'succeeded / (succeeded + failed); null before any outcome' }),
+      lastFailureAt: t.field({ type: 'DateTime', nullable: true, resolve: (s) => s.lastFailureAt }),
+      lastFailureStatus: t.exposeInt('lastFailureStatus', { nullable: true }),
+      lastSuccessAt: t.field({ type: 'DateTime', nullable: true, resolve: (s) => s.lastSuccessAt }),
+    }),
+  });
+
+  const WebhookDeliveryRef = builder.objectRef<WebhookDelivery>('WebhookDelivery').implement({
+    fields: (t) => ({
+      deliveryId: t.exposeID('deliveryId'),
+      eventId: t.exposeID('eventId'),
+      eventType: t.exposeString('eventType'),
+      status: t.exposeString('status', { description: 'pending, succeeded, failed or exhausted' }),
+      attemptCount: t.exposeInt('attemptCount'),
+      lastHttpStatus: t.exposeInt('lastHttpStatus', { nullable: true }),
+      nextAttemptAt: t.field({ type: 'DateTime', nullable: true, resolve: (d) => d.nextAttemptAt }),
+      createdAt: t.field({ type: 'DateTime', resolve: (d) => d.createdAt }),
+    }),
+  });
+
+  const WebhookRef = builder.objectRef<Webhook>('Webhook').implement({
+    description: 'An enterprise webhook endpoint (its secret is never exposed)',
+    fields: (t) => ({
+      id: t.exposeID('id'),
+      url: t.exposeString('url'),
+      description: t.exposeString('description', { nullable: true }),
+      events: t.exposeStringList('events'),
+      enabled: t.exposeBoolean('enabled'),
+      disabledReason: t.exposeString('disabledReason', { nullable: true }),
+      disabledAt: t.field({ type: 'DateTime', nullable: true, resolve: (w) => w.disabledAt }),
+      failingSince: t.field({ type: 'DateTime', nullable: true, resolve: (w) => w.failingSince }),
+      createdAt: t.field({ type: 'DateTime', resolve: (w) => w.createdAt }),
+      stats: t.field({ type: WebhookStatsRef, resolve: (w) => w.stats }),
+      recentDeliveries: t.field({
+        type: [WebhookDeliveryRef],
+        args: { limit: t.arg.int({ required: false, description: '1 to 100, default 20' }) },
+        resolve: async (w, args, ctx) => (await call(ctx, (c) => c.webhooks.deliveries({ webhookId: w.id, limit: args.limit ?? 20 }))).deliveries,
+      }),
+    }),
+  });
+
   builder.queryType({
     fields: (t) => ({
       me: t.field({ type: OwnerRef, resolve: async (_root, _args, ctx) => (await call(ctx, (c) => c.auth.me())).owner }),
@@ -167,6 +217,16 @@ export function buildGraphqlSchema(router: AnyRouter) {
         type: [KbDocumentRef],
         args: { configId: t.arg.id({ required: true }) },
         resolve: async (_root, args, ctx) => (await call(ctx, (c) => c.knowledgeBase.documents.list({ configId: String(args.configId) }))).documents,
+      }),
+      webhooks: t.field({
+        type: [WebhookRef],
+        description: 'Enterprise accounts: webhook endpoints with delivery statistics',
+        resolve: async (_root, _args, ctx) => (await call(ctx, (c) => c.webhooks.list())).webhooks,
+      }),
+      webhook: t.field({
+        type: WebhookRef,
+        args: { id: t.arg.id({ required: true }) },
+        resolve: async (_root, args, ctx) => (await call(ctx, (c) => c.webhooks.get({ webhookId: String(args.id) }))).webhook,
       }),
       collections: t.field({ type: [KbCollectionRef], resolve: async (_root, _args, ctx) => (await call(ctx, (c) => c.knowledgeBase.ask.collections())).collections }),
     }),

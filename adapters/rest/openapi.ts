@@ -1,7 +1,9 @@
 import type { AnyRouter } from '@trpc/server';
 import { generateOpenApiDocument } from 'trpc-to-openapi';
 import type { AuthRule } from '../../routers/trpc.ts';
+import { z } from 'zod';
 import { ERROR_CODES } from '../../schema/errors.ts';
+import { WEBHOOK_EVENTS } from '../../schema/webhooks.ts';
 import { buildRouteTable } from './routes.ts';
 
 const AUTH_LABEL: Record<AuthRule, { code: string; text: string }> = {
@@ -90,5 +92,55 @@ export function buildOpenApiDocument(router: AnyRouter, info: { title: string; v
     }
     operation.responses = responses;
   }
+  doc.webhooks = webhookEventsDocument(schemas);
   return doc;
+}
+
+const webhookHeaders = [
+  { name: 'webhook-id', in: 'header', required: true, description: 'The event id: the same on every retry and replay (deduplicate on it)', schema: { type: 'string' } },
+  { name: 'webhook-timestamp', in: 'header', required: true, description: 'Unix seconds when this attempt was signed; refuse ones older than 5 minutes', schema: { type: 'integer' } },
+  {
+    name: 'webhook-signature',
+    in: 'header',
+    required: true,
+    description: 'Space-separated `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>` under the base64-decoded part of your `whsec_` secret (Standard Webhooks); two during a secret rotation',
+    schema: { type: 'string' },
+  },
+];
+
+/**
+ * The event catalogue as OpenAPI 3.1 `webhooks`: one entry per event type with its payload schema, so the
+ * document that describes the API also describes what it sends. Shared schemas become components.
+ */
+function webhookEventsDocument(components: Record<string, unknown>) {
+  const entries = Object.entries(WEBHOOK_EVENTS).map(([type, dataSchema]) => {
+    const json = z.toJSONSchema(dataSchema, { io: 'output', unrepresentable: 'any' }) as Record<string, any>;
+    const { $schema: _ignored, $defs, ...data } = json;
+    for (const [name, def] of Object.entries((($defs ?? {}) as Record<string, unknown>))) components[name] ??= def;
+    const body = JSON.parse(JSON.stringify(data).replaceAll('"#/$defs/', '"#/components/schemas/'));
+    return [
+      type,
+      {
+        post: {
+          summary: `${type} event`,
+          description: 'Sent to every enabled endpoint subscribed to this type or `*`. Answer 2xx within 15 s; anything else is retried (8 attempts over about 27 h), and 410 disables the endpoint.',
+          parameters: webhookHeaders,
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  required: ['id', 'type', 'timestamp', 'data'],
+                  properties: { id: { type: 'string', format: 'uuid' }, type: { const: type }, timestamp: { type: 'string', format: 'date-time' }, data: body },
+                },
+              },
+            },
+          },
+          responses: { '200': { description: 'Any 2xx acknowledges the delivery' }, '410': { description: 'Gone: the endpoint is disabled and receives nothing more' } },
+        },
+      },
+    ] as const;
+  });
+  return Object.fromEntries(entries);
 }

@@ -340,3 +340,56 @@ describe('validate and rotate-secret', () => {
     await app.request('DELETE', `${base}/${hook.webhook.id}`, { token: ent.token });
   });
 });
+
+describe('GraphQL and OpenAPI', () => {
+  it('GraphQL lists webhooks with delivery statistics; a non-enterprise owner gets FORBIDDEN', async () => {
+    receiver.received.length = 0;
+    let calls = 0;
+    receiver.reply = () => (++calls === 1 ? { status: 503 } : {});
+    const hook = await createHook(ent.token, { url: receiver.url, events: ['webhook.test'] });
+    const first = await app.request('POST', `${base}/${hook.webhook.id}/test`, { token: ent.token, body: {} });
+    await settled(ent.token, hook.webhook.id, first.body.deliveryId);
+    const second = await app.request('POST', `${base}/${hook.webhook.id}/test`, { token: ent.token, body: {} });
+    await settled(ent.token, hook.webhook.id, second.body.deliveryId);
+    receiver.reply = () => ({});
+    const query = `{ webhooks { id url events enabled stats { deliveries succeeded failed pending successRate lastFailureAt lastFailureStatus lastSuccessAt } recentDeliveries(limit: 5) { deliveryId eventType status lastHttpStatus } } }`;
+    const res = await app.request('POST', '/graphql', { token: ent.token, body: { query } });
+    expect(res.status, res.text).toBe(200);
+    const found = res.body.data.webhooks.find((w: { id: string }) => w.id === hook.webhook.id);
+    expect(found.stats).toMatchObject({ deliveries: 2, succeeded: 1, failed: 1, pending: 0, successRate: 0.5, lastFailureStatus: 503 });
+    expect(Date.parse(found.stats.lastFailureAt)).not.toBeNaN();
+    expect(found.recentDeliveries.map((d: { deliveryId: string; status: string }) => [d.deliveryId, d.status])).toEqual([
+      [second.body.deliveryId, 'succeeded'],
+      [first.body.deliveryId, 'failed'],
+    ]);
+    expect(JSON.stringify(res.body)).not.toContain('whsec_');
+    const denied = await app.request('POST', '/graphql', { token: free.token, body: { query: '{ webhooks { id } }' } });
+    expect(denied.body.errors[0].extensions.code).toBe('FORBIDDEN');
+    await app.request('DELETE', `${base}/${hook.webhook.id}`, { token: ent.token });
+  });
+
+  it('the OpenAPI document has the eight webhook operations and every event payload under `webhooks`', async () => {
+    const doc = (await app.request('GET', '/api/v1/openapi.json')).body;
+    for (const [path, methods] of Object.entries({
+      [base]: ['get', 'post'],
+      [`${base}/{webhookId}`]: ['get', 'patch', 'delete'],
+      [`${base}/{webhookId}/deliveries`]: ['get'],
+      [`${base}/{webhookId}/replay`]: ['post'],
+      [`${base}/{webhookId}/test`]: ['post'],
+      [`${base}/{webhookId}/validate`]: ['post'],
+      [`${base}/{webhookId}/rotate-secret`]: ['post'],
+    })) {
+      for (const m of methods) expect(doc.paths[path]?.[m]?.['x-auth'], `${m} ${path}`).toBe('E');
+    }
+    const { WEBHOOK_EVENT_TYPES } = await import('../../schema/webhooks.ts');
+    expect(Object.keys(doc.webhooks).sort()).toEqual([...WEBHOOK_EVENT_TYPES].sort());
+    const completed = doc.webhooks['document.completed'].post;
+    expect(completed.parameters.map((p: { name: string }) => p.name)).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature']);
+    const payload = completed.requestBody.content['application/json'].schema;
+    expect(payload.properties.type).toEqual({ const: 'document.completed' });
+    expect(payload.properties.data.$ref).toBe('#/components/schemas/KnowledgeBaseDocument');
+    expect(doc.components.schemas.KnowledgeBaseDocument.properties.fileName).toBeDefined();
+    expect(doc.webhooks['chat_message.created'].post.requestBody.content['application/json'].schema.properties.data.properties.role.enum).toEqual(['user', 'assistant', 'operator']);
+    expect(JSON.stringify(doc)).not.toContain('#/$defs/');
+  });
+});
