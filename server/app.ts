@@ -27,6 +27,7 @@ import { createJobQueue } from './jobs/queue.ts';
 import { detectVectorSearch } from '../routers/knowledge-base/vectors.ts';
 import { knowledgeBaseJobHandlers, requeueOrphanedDocuments } from '../routers/knowledge-base/jobs.ts';
 import { webhookJobHandlers } from '../routers/webhooks/delivery.ts';
+import { sweepOrphanedDeliveries } from '../routers/webhooks/sweeper.ts';
 
 export interface RunningApp {
   deps: AppDeps;
@@ -66,20 +67,26 @@ export async function startApp(config: Config, options: { database?: Database; l
     webhookJobs: createJobQueue({ db: database.db, logger }),
     vectorSearch: await detectVectorSearch(database.db, config.VECTOR_SEARCH),
   };
-  let sweeper: ReturnType<typeof setInterval> | undefined;
+  const sweepers: Array<ReturnType<typeof setInterval>> = [];
   if (config.JOB_CONCURRENCY > 0) {
     deps.jobs.start(knowledgeBaseJobHandlers(deps), { concurrency: config.JOB_CONCURRENCY, leaseMs: config.JOB_LEASE_MS, onlyHandledKinds: true });
     await requeueOrphanedDocuments(deps);
     // Also while running: a job can die (its last lease ran out) long after start-up.
-    sweeper = setInterval(() => {
+    const sweeper = setInterval(() => {
       requeueOrphanedDocuments(deps).catch((error: unknown) => logger.warn('document sweep failed', { reason: String(error) }));
     }, Math.max(config.JOB_LEASE_MS, 30_000));
     sweeper.unref();
+    sweepers.push(sweeper);
   }
 
   if (config.WEBHOOK_CONCURRENCY > 0) {
     const handlers = webhookJobHandlers({ db: database.db, http, secrets: deps.secrets, logger, jobs: deps.webhookJobs, timeoutMs: config.WEBHOOK_TIMEOUT_MS, now: () => new Date() });
     deps.webhookJobs.start(handlers, { concurrency: config.WEBHOOK_CONCURRENCY, leaseMs: config.JOB_LEASE_MS, onlyHandledKinds: true });
+    const sweep = () => sweepOrphanedDeliveries(database.db, deps.webhookJobs).catch((error: unknown) => logger.warn('webhook delivery sweep failed', { reason: String(error) }));
+    await sweep();
+    const sweeper = setInterval(sweep, Math.max(config.JOB_LEASE_MS, 30_000));
+    sweeper.unref();
+    sweepers.push(sweeper);
   }
 
   let openapi: ReturnType<typeof buildOpenApiDocument> | undefined;
@@ -122,7 +129,7 @@ export async function startApp(config: Config, options: { database?: Database; l
         const closed = new Promise<void>((resolve) => listener.server.close(() => resolve()));
         listener.closeConnections();
         await closed;
-        if (sweeper) clearInterval(sweeper);
+        for (const sweeper of sweepers) clearInterval(sweeper);
         await Promise.all([deps.jobs.stop(), deps.webhookJobs.stop()]);
         await rateLimiter.close();
         await database.close();

@@ -54,6 +54,8 @@ export async function up(db: Kysely<any>) {
     .execute();
   await db.schema.createIndex('webhook_deliveries_history_idx').on('webhook_deliveries').columns(['webhook_id', 'created_at', 'id']).execute();
   await db.schema.createIndex('webhook_deliveries_event_idx').on('webhook_deliveries').column('event_id').execute();
+  // The orphan sweep looks only at deliveries still owed an attempt.
+  await sql`create index webhook_deliveries_open_idx on webhook_deliveries (created_at) where status in ('pending', 'failed')`.execute(db);
 }
 
 export async function down(db: Kysely<any>) {

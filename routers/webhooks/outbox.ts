@@ -7,7 +7,7 @@ type Db = Kysely<DB> | Transaction<DB>;
 
 export const DELIVER_JOB = 'webhook.deliver';
 /** Attempts of the delivery job itself (a crash, a database error); HTTP failures follow schedule.ts instead. */
-const DELIVER_JOB_MAX_ATTEMPTS = 10;
+export const DELIVER_JOB_MAX_ATTEMPTS = 10;
 
 export interface OutboxEvent<T extends WebhookEventType = WebhookEventType> {
   ownerId: string;

@@ -393,3 +393,31 @@ describe('GraphQL and OpenAPI', () => {
     expect(JSON.stringify(doc)).not.toContain('#/$defs/');
   });
 });
+
+describe('orphan sweep', () => {
+  it('gives a delivery that lost its job a new one, and ends one whose job died', async () => {
+    const { sweepOrphanedDeliveries } = await import('../../routers/webhooks/sweeper.ts');
+    const db = app.deps.database.db;
+    receiver.reply = () => ({ status: 500 });
+    const hook = await createHook(ent.token, { url: receiver.url, events: ['webhook.test'] });
+    const lost = (await app.request('POST', `${base}/${hook.webhook.id}/test`, { token: ent.token, body: {} })).body.deliveryId as string;
+    const died = (await app.request('POST', `${base}/${hook.webhook.id}/test`, { token: ent.token, body: {} })).body.deliveryId as string;
+    await settled(ent.token, hook.webhook.id, lost);
+    await settled(ent.token, hook.webhook.id, died);
+    receiver.reply = () => ({});
+    // Both are `failed` with a retry scheduled in ~5 s; take their jobs away (one deleted, one dead).
+    await db.deleteFrom('jobs').where('dedupe_key', '=', `webhook:${lost}`).execute();
+    await db.updateTable('jobs').set({ status: 'dead', last_error: 'handler crashed' }).where('dedupe_key', '=', `webhook:${died}`).execute();
+    await db.updateTable('webhook_deliveries').set({ created_at: new Date(Date.now() - 60_000) }).where('id', 'in', [lost, died]).execute();
+    expect(await sweepOrphanedDeliveries(db, app.deps.webhookJobs)).toBe(2);
+    // The running workers may already hold it (and put it back until its attempt is due).
+    const requeued = await db.selectFrom('jobs').select(['kind']).where('dedupe_key', '=', `webhook:${lost}`).where('status', 'in', ['queued', 'running']).execute();
+    expect(requeued).toEqual([{ kind: 'webhook.deliver' }]);
+    const ended = (await deliveries(ent.token, hook.webhook.id)).deliveries.find((d) => d.deliveryId === died);
+    expect(ended).toMatchObject({ status: 'failed', nextAttemptAt: null });
+    expect(ended.attempts.at(-1).error).toMatch(/internal errors: handler crashed/);
+    // Nothing left to sweep.
+    expect(await sweepOrphanedDeliveries(db, app.deps.webhookJobs)).toBe(0);
+    await app.request('DELETE', `${base}/${hook.webhook.id}`, { token: ent.token });
+  });
+});
