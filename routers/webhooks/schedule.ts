@@ -9,12 +9,23 @@ const JITTER = 0.1;
 /** A Retry-After longer than this is not followed literally: the longest scheduled gap applies instead. */
 const MAX_RETRY_AFTER_MS = 10 * 3_600_000;
 
+const DAY = '(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)';
+const MONTH = '(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)';
+const TIME = '\\d{2}:\\d{2}:\\d{2}';
+/** HTTP-date (RFC 9110 §5.6.7): IMF-fixdate, or the obsolete RFC 850 and asctime forms (the latter without a zone). */
+const HTTP_DATE = new RegExp(
+  `^(?:${DAY}, \\d{2} ${MONTH} \\d{4} ${TIME} GMT|(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day, \\d{2}-${MONTH}-\\d{2} ${TIME} GMT|(${DAY} ${MONTH} [ \\d]\\d ${TIME} \\d{4}))$`,
+);
+
 /** Seconds or an HTTP date (RFC 9110 §10.2.3), as milliseconds from `now`; undefined when absent or invalid. */
 export function parseRetryAfter(value: string | string[] | undefined, now: Date): number | undefined {
   const raw = (Array.isArray(value) ? value[0] : value)?.trim();
   if (!raw) return undefined;
   if (/^\d+$/.test(raw)) return Number(raw) * 1000;
-  const at = Date.parse(raw);
+  // Date.parse alone accepts far more than HTTP-date ('1.5', '-5', '1 1 2099' are dates to it).
+  const match = HTTP_DATE.exec(raw);
+  if (!match) return undefined;
+  const at = Date.parse(match[1] ? `${raw} GMT` : raw); // asctime is GMT too, not local time
   if (Number.isNaN(at)) return undefined;
   return Math.max(0, at - now.getTime());
 }

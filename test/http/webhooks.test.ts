@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
+import { sql } from 'kysely';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 import { startWebhookReceiver, verifyDelivery, type ReceivedWebhook, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 
@@ -408,7 +409,7 @@ describe('orphan sweep', () => {
     // Both are `failed` with a retry scheduled in ~5 s; take their jobs away (one deleted, one dead).
     await db.deleteFrom('jobs').where('dedupe_key', '=', `webhook:${lost}`).execute();
     await db.updateTable('jobs').set({ status: 'dead', last_error: 'handler crashed' }).where('dedupe_key', '=', `webhook:${died}`).execute();
-    await db.updateTable('webhook_deliveries').set({ created_at: new Date(Date.now() - 60_000) }).where('id', 'in', [lost, died]).execute();
+    await sql`update webhook_deliveries set created_at = now() - interval '1 minute' where id in (${lost}::uuid, ${died}::uuid)`.execute(db);
     expect(await sweepOrphanedDeliveries(db, app.deps.webhookJobs)).toBe(2);
     // The running workers may already hold it (and put it back until its attempt is due).
     const requeued = await db.selectFrom('jobs').select(['kind']).where('dedupe_key', '=', `webhook:${lost}`).where('status', 'in', ['queued', 'running']).execute();
