@@ -130,7 +130,8 @@ export async function startApp(config: Config, options: { database?: Database; l
         listener.closeConnections();
         await closed;
         for (const sweeper of sweepers) clearInterval(sweeper);
-        await Promise.all([deps.jobs.stop(), deps.webhookJobs.stop()]);
+        // Within main.ts's 10 s shutdown bound: handlers still running after 8 s are released, not left leased.
+        await Promise.all([deps.jobs.stop(8_000), deps.webhookJobs.stop(8_000)]);
         await rateLimiter.close();
         await database.close();
       })()),

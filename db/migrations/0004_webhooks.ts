@@ -48,7 +48,8 @@ export async function up(db: Kysely<any>) {
     .addColumn('next_attempt_at', 'timestamptz')
     .addColumn('last_attempt_at', 'timestamptz')
     .addColumn('last_http_status', 'integer')
-    .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`clock_timestamp()`))
+    // Milliseconds, as clients see them: the history's page cursor (created_at, id) must compare exactly.
+    .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`date_trunc('milliseconds', clock_timestamp())`))
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addUniqueConstraint('webhook_deliveries_once', ['webhook_id', 'event_id'])
     .execute();

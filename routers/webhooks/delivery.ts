@@ -4,7 +4,7 @@ import type { DB, WebhookAttempt, WebhookDeliveryRow } from '../../db/types.ts';
 import type { GuardedHttpClient } from '../../adapters/http/guarded-client.ts';
 import type { SecretBox } from '../../server/secrets.ts';
 import type { Logger } from '../../server/logger.ts';
-import { RescheduleJob, type Job, type JobContext, type JobHandler, type JobQueue } from '../../server/jobs/queue.ts';
+import { RescheduleJob, type Job, type JobHandler, type JobQueue } from '../../server/jobs/queue.ts';
 import { signatureHeader } from './signing.ts';
 import { nextAttemptDelay, parseRetryAfter } from './schedule.ts';
 import { DELIVER_JOB, recordEvents, webhookEvent } from './outbox.ts';
@@ -54,7 +54,7 @@ async function readExcerpt(body: Readable): Promise<string> {
  * Sends one delivery attempt. Never throws for the receiver's behaviour: every outcome becomes an attempt
  * record. `webhook-id` is the event id, identical on every retry and replay, so receivers can deduplicate.
  */
-async function send(deps: DeliveryDeps, delivery: repo.DeliveryForSend, trigger: WebhookAttempt['trigger'], signal: AbortSignal): Promise<AttemptResult> {
+async function send(deps: DeliveryDeps, delivery: repo.DeliveryForSend, trigger: WebhookAttempt['trigger']): Promise<AttemptResult> {
   const at = deps.now();
   const secrets = [deps.secrets.open(delivery.secret_enc)];
   if (delivery.previous_secret_enc && delivery.previous_secret_expires_at && new Date(delivery.previous_secret_expires_at) > at) {
@@ -70,7 +70,7 @@ async function send(deps: DeliveryDeps, delivery: repo.DeliveryForSend, trigger:
   const started = performance.now();
   const base = { at: at.toISOString(), trigger };
   try {
-    const response = await deps.http.stream(delivery.url, { method: 'POST', headers, body: delivery.body, timeoutMs: deps.timeoutMs, signal });
+    const response = await deps.http.stream(delivery.url, { method: 'POST', headers, body: delivery.body, timeoutMs: deps.timeoutMs });
     const excerpt = await readExcerpt(response.body);
     const latencyMs = Math.round((performance.now() - started) * 10) / 10;
     const succeeded = response.status >= 200 && response.status < 300;
@@ -112,7 +112,7 @@ async function record(deps: DeliveryDeps, delivery: repo.DeliveryForSend, result
 }
 
 /** The automatic delivery job: one attempt per run, rescheduling itself along schedule.ts until done. */
-async function deliver(deps: DeliveryDeps, job: Job<{ deliveryId: string }>, ctx: JobContext): Promise<void> {
+async function deliver(deps: DeliveryDeps, job: Job<{ deliveryId: string }>): Promise<void> {
   const delivery = await repo.loadDeliveryForSend(deps.db, job.payload.deliveryId);
   if (!delivery) return; // the endpoint (and with it the delivery) was deleted
   if (delivery.status === 'succeeded' || delivery.status === 'exhausted') return;
@@ -127,8 +127,9 @@ async function deliver(deps: DeliveryDeps, job: Job<{ deliveryId: string }>, ctx
     return;
   }
 
-  const result = await send(deps, delivery, 'automatic', ctx.signal);
-  if (ctx.signal.aborted) throw new Error('delivery interrupted'); // stop() or a lost lease: the job runs again
+  // Not aborted by a graceful stop: an attempt in flight (bounded by its timeout) finishes and is recorded, so
+  // a restart does not send it again. The queue's stop() waits for it.
+  const result = await send(deps, delivery, 'automatic');
   const attemptsMade = delivery.attempt_count + 1;
   if (result.succeeded) {
     await record(deps, delivery, result, { status: 'succeeded', nextAttemptAt: null, automatic: true });
@@ -142,11 +143,10 @@ async function deliver(deps: DeliveryDeps, job: Job<{ deliveryId: string }>, ctx
 }
 
 /** A replay: one immediate attempt of a failed delivery, with the same event id and body. */
-async function replay(deps: DeliveryDeps, job: Job<{ deliveryId: string }>, ctx: JobContext): Promise<void> {
+async function replay(deps: DeliveryDeps, job: Job<{ deliveryId: string }>): Promise<void> {
   const delivery = await repo.loadDeliveryForSend(deps.db, job.payload.deliveryId);
   if (!delivery || delivery.status === 'succeeded') return;
-  const result = await send(deps, delivery, 'replay', ctx.signal);
-  if (ctx.signal.aborted) throw new Error('replay interrupted');
+  const result = await send(deps, delivery, 'replay');
   if (result.succeeded) await record(deps, delivery, result, { status: 'succeeded', nextAttemptAt: null, automatic: false });
   // A failed replay leaves the automatic schedule (if any) as it was.
   else await record(deps, delivery, result, { status: delivery.status === 'pending' ? 'failed' : delivery.status, nextAttemptAt: undefined, automatic: false });
@@ -154,7 +154,7 @@ async function replay(deps: DeliveryDeps, job: Job<{ deliveryId: string }>, ctx:
 
 export function webhookJobHandlers(deps: DeliveryDeps): Record<string, JobHandler> {
   return {
-    [DELIVER_JOB]: (job, ctx) => deliver(deps, job as Job<{ deliveryId: string }>, ctx),
-    [REPLAY_JOB]: (job, ctx) => replay(deps, job as Job<{ deliveryId: string }>, ctx),
+    [DELIVER_JOB]: (job) => deliver(deps, job as Job<{ deliveryId: string }>),
+    [REPLAY_JOB]: (job) => replay(deps, job as Job<{ deliveryId: string }>),
   };
 }

@@ -1,4 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import postgres from 'postgres';
+import { openPGlite, openPostgres, type Database } from '../../db/database.ts';
 import { httpsCall, type RequestOptions, type TestResponse } from './test-app.ts';
 
 /**
@@ -108,5 +112,34 @@ export async function startChildServer(options: ChildServerOptions): Promise<Chi
       return code === 'timeout' ? null : code;
     },
     running: () => !hasExited,
+  };
+}
+
+/** A scratch database for a child server: PGlite inside its DATA_DIR, or a new database on the DATABASE_URL server. */
+export interface ChildStorage {
+  /** Environment for the child (DATABASE_URL, REDIS_URL on PostgreSQL; nothing on PGlite). */
+  env: Record<string, string>;
+  /** Opens the database from this process. PGlite: only while no child runs on that data dir (one process per data dir), or on a copy. */
+  open(dataDir: string): Promise<Database>;
+  drop(): Promise<void>;
+}
+
+export async function createChildStorage(prefix: string): Promise<ChildStorage> {
+  const databaseUrl = process.env.DATABASE_URL;
+  if (!databaseUrl) {
+    return { env: {}, open: (dataDir) => openPGlite({ dataDir: join(dataDir, 'pglite') }), drop: async () => {} };
+  }
+  const name = `${prefix}_${randomBytes(5).toString('hex')}`;
+  const admin = postgres(databaseUrl, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database ${name}`);
+  const url = new URL(databaseUrl);
+  url.pathname = `/${name}`;
+  return {
+    env: { DATABASE_URL: url.toString(), ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}) },
+    open: async () => openPostgres(url.toString(), 2),
+    drop: async () => {
+      await admin.unsafe(`drop database if exists ${name} with (force)`);
+      await admin.end();
+    },
   };
 }

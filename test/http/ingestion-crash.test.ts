@@ -8,12 +8,11 @@ import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openPGlite, openPostgres, type Database } from '../../db/database.ts';
+import type { Database } from '../../db/database.ts';
 import { extractDocument } from '../../adapters/parsers/extract.ts';
 import { splitPages } from '../../routers/knowledge-base/ingest.ts';
-import { startChildServer, type ChildServer } from '../helpers/child-server.ts';
+import { createChildStorage, startChildServer, type ChildServer, type ChildStorage } from '../helpers/child-server.ts';
 import { multipartBody } from '../helpers/test-app.ts';
 import { makePdf } from '../helpers/documents.ts';
 
@@ -77,42 +76,14 @@ interface ListedDocument {
   chunkCount: number;
 }
 
-/** A scratch database for the child: PGlite inside DATA_DIR, or a new database on the DATABASE_URL server. */
-interface Storage {
-  env: Record<string, string>;
-  /** Opens the database from this process. PGlite: only while no child is running (one process per data dir). */
-  open(dataDir: string): Promise<Database>;
-  drop(): Promise<void>;
-}
-
-async function createStorage(): Promise<Storage> {
-  const databaseUrl = process.env.DATABASE_URL;
-  if (!databaseUrl) {
-    return { env: {}, open: (dataDir) => openPGlite({ dataDir: join(dataDir, 'pglite') }), drop: async () => {} };
-  }
-  const name = `cis_crash_${randomBytes(5).toString('hex')}`;
-  const admin = postgres(databaseUrl, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name}`);
-  const url = new URL(databaseUrl);
-  url.pathname = `/${name}`;
-  return {
-    env: { DATABASE_URL: url.toString() },
-    open: async () => openPostgres(url.toString(), 2),
-    drop: async () => {
-      await admin.unsafe(`drop database if exists ${name} with (force)`);
-      await admin.end();
-    },
-  };
-}
-
 let dataDir = "";
-let storage: Storage | undefined;
+let storage: ChildStorage | undefined;
 let server: ChildServer | undefined;
 const scratchDirs: string[] = [];
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'cis-crash-'));
-  storage = await createStorage();
+  storage = await createChildStorage('cis_crash');
 });
 
 afterAll(async () => {

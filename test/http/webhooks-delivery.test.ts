@@ -9,6 +9,8 @@
 import { createHmac } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { z } from 'zod';
+import type { webhookDeliverySchema } from '../../schema/webhooks.ts';
 import { createLogger } from '../../server/logger.ts';
 import { createJobQueue, RescheduleJob, type JobHandler, type JobQueue } from '../../server/jobs/queue.ts';
 import { webhookJobHandlers } from '../../routers/webhooks/delivery.ts';
@@ -25,26 +27,9 @@ const DAY = 24 * HOUR;
 const DELAYS = [5 * SECOND, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR, 10 * HOUR];
 const base = '/api/v1/enterprise/webhooks';
 
-interface Attempt {
-  at: string;
-  trigger: 'automatic' | 'replay';
-  httpStatus: number | null;
-  latencyMs: number;
-  responseExcerpt: string | null;
-  error: string | null;
-}
 
-interface Delivery {
-  deliveryId: string;
-  webhookId: string;
-  eventId: string;
-  eventType: string;
-  status: 'pending' | 'succeeded' | 'failed' | 'exhausted';
-  attemptCount: number;
-  attempts: Attempt[];
-  nextAttemptAt: string | null;
-  lastHttpStatus: number | null;
-}
+type Delivery = z.infer<typeof webhookDeliverySchema>;
+type Attempt = Delivery['attempts'][number];
 
 interface Hook {
   id: string;
