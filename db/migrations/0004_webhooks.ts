@@ -57,9 +57,58 @@ export async function up(db: Kysely<any>) {
   await db.schema.createIndex('webhook_deliveries_event_idx').on('webhook_deliveries').column('event_id').execute();
   // The orphan sweep looks only at deliveries still owed an attempt.
   await sql`create index webhook_deliveries_open_idx on webhook_deliveries (created_at) where status in ('pending', 'failed')`.execute(db);
+
+  // The outbox, as a function so its plan is prepared once per session (PGlite re-plans every ad-hoc statement,
+  // and this one rides on hot paths such as a chat turn). Given events as JSON [{id, owner_id, type, body}]:
+  // for each, every enabled endpoint of its owner subscribed to its type (or '*') gets a delivery row and a
+  // delivery job; with p_only_webhook, that endpoint alone, subscribed or not (the test event). An event with
+  // no target is not stored. Returns the delivery ids. The job kind and attempts come from the caller
+  // (routers/webhooks/outbox.ts), which owns them.
+  await sql`
+    create function webhook_outbox(p_events jsonb, p_only_webhook uuid, p_job_kind text, p_job_max_attempts int)
+    returns setof uuid language plpgsql as $fn$
+    begin
+      -- The common case costs one index probe: nobody of these owners has an enabled endpoint.
+      if p_only_webhook is null and not exists (
+        select 1 from webhooks w
+         where w.enabled and w.owner_id in (select (e->>'owner_id')::uuid from jsonb_array_elements(p_events) e)
+      ) then
+        return;
+      end if;
+      return query
+        with wh_input as (
+          select * from jsonb_to_recordset(p_events) as e(id uuid, owner_id uuid, type text, body text)
+        ),
+        wh_targets as materialized (
+          select gen_random_uuid() as delivery_id, e.id as event_id, w.id as webhook_id, e.owner_id
+            from wh_input e join webhooks w on w.owner_id = e.owner_id
+           where case when p_only_webhook is null then w.enabled and (e.type = any(w.events) or '*' = any(w.events))
+                      else w.id = p_only_webhook end
+        ),
+        wh_events as (
+          insert into webhook_events (id, owner_id, type, body)
+          select e.id, e.owner_id, e.type, e.body from wh_input e where exists (select 1 from wh_targets t where t.event_id = e.id)
+          returning webhook_events.id
+        ),
+        wh_deliveries as (
+          insert into webhook_deliveries (id, webhook_id, event_id, owner_id)
+          select t.delivery_id, t.webhook_id, t.event_id, t.owner_id from wh_targets t
+          returning webhook_deliveries.id
+        ),
+        -- Rows as JobQueue.enqueue writes them: queued now, one dedupe key per delivery.
+        wh_jobs as (
+          insert into jobs (id, kind, payload, max_attempts, dedupe_key)
+          select gen_random_uuid(), p_job_kind, jsonb_build_object('deliveryId', d.id), p_job_max_attempts, 'webhook:' || d.id::text
+            from wh_deliveries d
+          returning jobs.id
+        )
+        select d.id from wh_deliveries d;
+    end
+    $fn$`.execute(db);
 }
 
 export async function down(db: Kysely<any>) {
+  await sql`drop function if exists webhook_outbox(jsonb, uuid, text, int)`.execute(db);
   await db.schema.dropTable('webhook_deliveries').ifExists().execute();
   await db.schema.dropTable('webhook_events').ifExists().execute();
   await db.schema.dropTable('webhooks').ifExists().execute();

@@ -3,7 +3,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { DB } from '../../db/types.ts';
 import { jsonb } from '../../db/json.ts';
 import { toIso } from '../../schema/common.ts';
-import { outboxCtes, recordEvents, webhookEvent, type OutboxEvent } from '../webhooks/outbox.ts';
+import { outboxQueuedCount, recordEvents, webhookEvent, type OutboxEvent } from '../webhooks/outbox.ts';
 
 type Db = Kysely<DB> | Transaction<DB>;
 
@@ -93,9 +93,8 @@ export async function recordExchange(
       ) as m(id, role, content, sources, usage, tool_calls, ord)
       order by m.ord
       returning id
-    ),
-    ${outboxCtes(events)}
-    select count(*)::int as queued from wh_deliveries`.execute(db);
+    )
+    select ${outboxQueuedCount(events)}::int as queued`.execute(db);
   return { webhooksQueued: rows[0]?.queued ?? 0 };
 }
 

@@ -19,49 +19,28 @@ export interface OutboxEvent<T extends WebhookEventType = WebhookEventType> {
 export const webhookEvent = <T extends WebhookEventType>(ownerId: string, type: T, data: WebhookEventData<T>): OutboxEvent<T> => ({ ownerId, type, data });
 
 /**
- * The outbox as common table expressions, to put in the same statement as the change that causes the events
- * (or run alone inside its transaction): for each event, every enabled endpoint of its owner subscribed to
- * its type (or `*`) gets a delivery row and a delivery job. An event nobody subscribes to is not stored at all.
- * Data-modifying CTEs always run to completion, so the enclosing statement may select from them or not; `wh_deliveries` has one row per delivery queued. With `onlyWebhookId`, that endpoint alone
- * receives the events, subscribed or not (the test event).
- *
- * Jobs are inserted here directly rather than through JobQueue.enqueue so all of this is one statement; the
- * rows follow the queue's contract (status and run_at default to queued/now, dedupe key per delivery).
+ * The outbox call (the `webhook_outbox` function of db/migrations/0004_webhooks.ts) as a set-returning SQL
+ * expression of delivery ids, to use in the same statement as the change that causes the events, or alone
+ * inside its transaction. With `onlyWebhookId`, that endpoint alone receives the events (the test event).
  */
-export function outboxCtes(events: OutboxEvent[], options: { onlyWebhookId?: string } = {}): RawBuilder<unknown> {
+export function outboxCall(events: OutboxEvent[], options: { onlyWebhookId?: string } = {}): RawBuilder<unknown> {
   const rows = events.map((e) => {
     const id = randomUUID();
     const body = JSON.stringify({ id, type: e.type, timestamp: new Date().toISOString(), data: e.data });
     return { id, owner_id: e.ownerId, type: e.type, body };
   });
-  const targetFilter = options.onlyWebhookId
-    ? sql`w.id = ${options.onlyWebhookId}::uuid`
-    : sql`w.enabled and (e.type = any(w.events) or '*' = any(w.events))`;
-  return sql`
-    wh_input as (
-      select * from jsonb_to_recordset(cast(${JSON.stringify(rows)}::text as jsonb)) as e(id uuid, owner_id uuid, type text, body text)
-    ),
-    wh_targets as materialized (
-      select gen_random_uuid() as delivery_id, e.id as event_id, w.id as webhook_id, e.owner_id
-        from wh_input e join webhooks w on w.owner_id = e.owner_id
-       where ${targetFilter}
-    ),
-    wh_events as (
-      insert into webhook_events (id, owner_id, type, body)
-      select e.id, e.owner_id, e.type, e.body from wh_input e where exists (select 1 from wh_targets t where t.event_id = e.id)
-      returning id
-    ),
-    wh_deliveries as (
-      insert into webhook_deliveries (id, webhook_id, event_id, owner_id)
-      select t.delivery_id, t.webhook_id, t.event_id, t.owner_id from wh_targets t
-      returning id
-    ),
-    wh_jobs as (
-      insert into jobs (id, kind, payload, max_attempts, dedupe_key)
-      select gen_random_uuid(), ${DELIVER_JOB}, jsonb_build_object('deliveryId', d.id), ${DELIVER_JOB_MAX_ATTEMPTS}::int, 'webhook:' || d.id::text
-        from wh_deliveries d
-      returning id
-    )`;
+  return sql`webhook_outbox(cast(${JSON.stringify(rows)}::text as jsonb), ${options.onlyWebhookId ?? null}::uuid, ${DELIVER_JOB}::text, ${DELIVER_JOB_MAX_ATTEMPTS}::int)`;
+}
+
+/**
+ * How many deliveries the events queue, as a scalar SQL expression for a change's own statement. An owner
+ * with no enabled endpoint (the common case) costs one index probe: the call and its JSON are skipped.
+ */
+export function outboxQueuedCount(events: OutboxEvent[]): RawBuilder<number> {
+  const owners = [...new Set(events.map((e) => e.ownerId))];
+  if (owners.length === 0) return sql<number>`0`;
+  return sql<number>`(case when exists (select 1 from webhooks where enabled and owner_id in (${sql.join(owners.map((o) => sql`${o}::uuid`))}))
+    then (select count(*) from ${outboxCall(events)}) else 0 end)`;
 }
 
 /**
@@ -70,7 +49,7 @@ export function outboxCtes(events: OutboxEvent[], options: { onlyWebhookId?: str
  */
 export async function recordEvents(db: Db, events: OutboxEvent[], options: { onlyWebhookId?: string } = {}): Promise<{ queued: number; deliveryIds: string[] }> {
   if (events.length === 0) return { queued: 0, deliveryIds: [] };
-  const { rows } = await sql<{ id: string }>`with ${outboxCtes(events, options)} select id from wh_deliveries`.execute(db);
+  const { rows } = await sql<{ id: string }>`select d as id from ${outboxCall(events, options)} d`.execute(db);
   return { queued: rows.length, deliveryIds: rows.map((r) => r.id) };
 }
 
