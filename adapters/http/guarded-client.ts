@@ -97,8 +97,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 const RESERVED_HEADERS = new Set(['host', 'accept-encoding', 'content-length', 'transfer-encoding', 'connection']);
 // Connection reuse: at most this many per-target agents are kept (LRU).
 const MAX_POOLED_TARGETS = 128;
-// Idle pooled sockets per target; more are closed when released.
-const MAX_FREE_SOCKETS_PER_TARGET = 4;
+// Idle pooled sockets per target (at least the webhook workers of an instance); more are closed when released.
+const MAX_FREE_SOCKETS_PER_TARGET = 16;
 // An idle pooled socket is closed after this long (Node shortens it further
 // when the server announces `Keep-Alive: timeout=N`). Kept below the common
 // 5 s server default so a reused socket is rarely one the server is closing.
