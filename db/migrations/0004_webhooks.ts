@@ -80,8 +80,11 @@ export async function up(db: Kysely<any>) {
           select * from jsonb_to_recordset(p_events) as e(id uuid, owner_id uuid, type text, body text)
         ),
         wh_targets as materialized (
+          -- Webhooks are an enterprise feature: an owner moved to another plan keeps the endpoints (they come
+          -- back with the plan) but receives nothing meanwhile.
           select gen_random_uuid() as delivery_id, e.id as event_id, w.id as webhook_id, e.owner_id
             from wh_input e join webhooks w on w.owner_id = e.owner_id
+            join owners o on o.id = w.owner_id and o.plan = 'enterprise'
            where case when p_only_webhook is null then w.enabled and (e.type = any(w.events) or '*' = any(w.events))
                       else w.id = p_only_webhook end
         ),

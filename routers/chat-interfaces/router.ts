@@ -191,14 +191,20 @@ export const chatInterfacesRouter = router({
       const db = ctx.deps.database.db;
       if (!isUuid(input.id) || !(await repo.findOwnedInterface(db, ctx.owner.id, input.id))) throw notFound();
       const webp = await processAvatar(input.file.bytes);
-      const row = await db
-        .updateTable('chat_interfaces')
-        .set((eb) => ({ avatar_webp: webp, avatar_version: eb('avatar_version', '+', 1), updated_at: new Date() }))
-        .where('owner_id', '=', ctx.owner.id)
-        .where('id', '=', input.id)
-        .returning(['id'])
-        .executeTakeFirst();
-      const updated = row && (await repo.findOwnedInterface(db, ctx.owner.id, input.id));
+      const updated = await withEvents(
+        ctx.deps,
+        async (trx) => {
+          const row = await trx
+            .updateTable('chat_interfaces')
+            .set((eb) => ({ avatar_webp: webp, avatar_version: eb('avatar_version', '+', 1), updated_at: new Date() }))
+            .where('owner_id', '=', ctx.owner.id)
+            .where('id', '=', input.id)
+            .returning(['id'])
+            .executeTakeFirst();
+          return row && (await repo.findOwnedInterface(trx, ctx.owner.id, input.id));
+        },
+        (changed) => (changed ? [webhookEvent(ctx.owner.id, 'chat_interface.updated', toChatInterface(changed))] : []),
+      );
       if (!updated) throw notFound();
       return { chatInterface: toChatInterface(updated) };
     }),

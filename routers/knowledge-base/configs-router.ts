@@ -213,12 +213,11 @@ export const kbConfigsRouter = router({
       const config = await ownedConfig(ctx.deps, ctx.owner.id, input.id);
       const normalised = normaliseTools(input.tools);
       if (!normalised.ok) throw new AppError('VALIDATION_FAILED', 'Invalid request parameters', normalised.details);
-      const row = await ctx.deps.database.db
-        .updateTable('kb_configs')
-        .set({ tools: jsonb(normalised.tools), updated_at: new Date() })
-        .where('id', '=', config.id)
-        .returningAll()
-        .executeTakeFirstOrThrow();
+      const row = await withEvents(
+        ctx.deps,
+        (trx) => trx.updateTable('kb_configs').set({ tools: jsonb(normalised.tools), updated_at: new Date() }).where('id', '=', config.id).returningAll().executeTakeFirstOrThrow(),
+        (updated) => [webhookEvent(ctx.owner.id, 'knowledge_base.updated', repo.toKbConfig(updated))],
+      );
       return { tools: repo.toKbConfig(row).tools };
     }),
 

@@ -14,6 +14,7 @@ export const REPLAY_JOB = 'webhook.replay';
 /** An endpoint that has not succeeded once in this long is disabled. */
 export const FAILING_DISABLE_AFTER_MS = 5 * 24 * 3_600_000;
 const EXCERPT_CHARS = 500;
+const NOT_DUE_MAX_EXTRA_WAIT_MS = 60_000;
 /** Response bytes read for the excerpt; a longer body is cut off and its connection closed. */
 const READ_LIMIT_BYTES = 16 * 1024;
 
@@ -69,6 +70,10 @@ async function send(deps: DeliveryDeps, delivery: repo.DeliveryForSend, trigger:
   };
   const started = performance.now();
   const base = { at: at.toISOString(), trigger };
+  // Plain http was accepted for an OUTBOUND_ALLOW_HOSTS entry only; that entry may be gone since it was saved.
+  if (!delivery.url.startsWith('https:') && !deps.http.isAllowListed(delivery.url)) {
+    return { attempt: { ...base, httpStatus: null, latencyMs: 0, responseExcerpt: null, error: 'Not sent: plain http is not allowed for this URL; use https' }, succeeded: false, retryAfterMs: undefined };
+  }
   try {
     const response = await deps.http.stream(delivery.url, { method: 'POST', headers, body: delivery.body, timeoutMs: deps.timeoutMs });
     const excerpt = await readExcerpt(response.body);
@@ -91,24 +96,26 @@ async function send(deps: DeliveryDeps, delivery: repo.DeliveryForSend, trigger:
  * endpoint's failure streak, and — on a 410 or five days of failures — disabling the endpoint, which is
  * itself recorded (disabledReason/disabledAt, and a `webhook.disabled` event to the owner's other endpoints).
  */
-async function record(deps: DeliveryDeps, delivery: repo.DeliveryForSend, result: AttemptResult, next: { status: WebhookDeliveryRow['status']; nextAttemptAt: Date | null | undefined; automatic: boolean }) {
+async function record(deps: DeliveryDeps, delivery: repo.DeliveryForSend, result: AttemptResult, next: { status: WebhookDeliveryRow['status'] | 'keep'; nextAttemptAt: Date | null; automatic: boolean }) {
   const at = new Date(result.attempt.at);
   let queued = 0;
-  await deps.db.transaction().execute(async (trx) => {
-    await repo.saveAttempt(trx, delivery.id, { status: next.status, countsAsAutomatic: next.automatic, nextAttemptAt: next.nextAttemptAt, attempt: result.attempt });
+  const stored = await deps.db.transaction().execute(async (trx) => {
+    const saved = await repo.saveAttempt(trx, delivery.id, { status: next.status, countsAsAutomatic: next.automatic, nextAttemptAt: next.nextAttemptAt, attempt: result.attempt });
     const endpoint = await repo.recordEndpointOutcome(trx, delivery.webhook_id, result.succeeded, at);
-    if (!endpoint?.enabled) return;
+    if (!endpoint?.enabled) return saved;
     let reason: 'gone' | 'failing' | undefined;
     if (result.attempt.httpStatus === 410) reason = 'gone';
     else if (endpoint.failing_since && at.getTime() - new Date(endpoint.failing_since).getTime() >= FAILING_DISABLE_AFTER_MS) reason = 'failing';
-    if (!reason) return;
+    if (!reason) return saved;
     const disabled = await repo.disableEndpoint(trx, delivery.webhook_id, reason, at);
-    if (!disabled) return;
+    if (!disabled) return saved;
     const message = reason === 'gone' ? 'The receiver answered 410 Gone' : 'No successful delivery for 5 days';
     deps.logger.warn('webhook endpoint disabled', { webhookId: disabled.id, reason });
     queued = (await recordEvents(trx, [webhookEvent(disabled.owner_id, 'webhook.disabled', { webhookId: disabled.id, url: disabled.url, reason, message })])).queued;
+    return saved;
   });
   if (queued > 0) deps.jobs.notify();
+  return stored;
 }
 
 /** The automatic delivery job: one attempt per run, rescheduling itself along schedule.ts until done. */
@@ -116,8 +123,14 @@ async function deliver(deps: DeliveryDeps, job: Job<{ deliveryId: string }>): Pr
   const delivery = await repo.loadDeliveryForSend(deps.db, job.payload.deliveryId);
   if (!delivery) return; // the endpoint (and with it the delivery) was deleted
   if (delivery.status === 'succeeded' || delivery.status === 'exhausted') return;
-  // A run that finds its attempt not yet due (a crash between recording and rescheduling) just waits.
-  if (delivery.next_attempt_at && new Date(delivery.next_attempt_at) > deps.now()) throw new RescheduleJob(new Date(delivery.next_attempt_at), 'not due yet');
+  // Claimed before its attempt is due by our clock: after a crash between recording and rescheduling, or when
+  // this process's clock is behind the database's (which decides claims). Waiting as long again as is missing,
+  // up to a minute, makes it due without spinning through claims.
+  const now = deps.now().getTime();
+  if (delivery.next_attempt_at && new Date(delivery.next_attempt_at).getTime() > now) {
+    const due = new Date(delivery.next_attempt_at).getTime();
+    throw new RescheduleJob(new Date(due + Math.min(due - now, NOT_DUE_MAX_EXTRA_WAIT_MS)), 'not due yet');
+  }
   if (delivery.next_attempt_at === null && delivery.status === 'failed') return; // stopped earlier (endpoint disabled)
 
   // A disabled endpoint receives nothing, except the test event its owner asked for explicitly.
@@ -138,8 +151,9 @@ async function deliver(deps: DeliveryDeps, job: Job<{ deliveryId: string }>): Pr
   const delay = result.attempt.httpStatus === 410 ? undefined : nextAttemptDelay(attemptsMade, result.retryAfterMs);
   const nextAttemptAt = delay === undefined ? null : new Date(new Date(result.attempt.at).getTime() + delay);
   const status = delay === undefined && result.attempt.httpStatus !== 410 ? 'exhausted' : 'failed';
-  await record(deps, delivery, result, { status, nextAttemptAt, automatic: true });
-  if (nextAttemptAt) throw new RescheduleJob(nextAttemptAt, `attempt ${attemptsMade} failed: ${result.attempt.error}`);
+  const stored = await record(deps, delivery, result, { status, nextAttemptAt, automatic: true });
+  // A replay that succeeded meanwhile ended the delivery: nothing more to schedule.
+  if (stored?.next_attempt_at) throw new RescheduleJob(new Date(stored.next_attempt_at), `attempt ${attemptsMade} failed: ${result.attempt.error}`);
 }
 
 /** A replay: one immediate attempt of a failed delivery, with the same event id and body. */
@@ -147,9 +161,8 @@ async function replay(deps: DeliveryDeps, job: Job<{ deliveryId: string }>): Pro
   const delivery = await repo.loadDeliveryForSend(deps.db, job.payload.deliveryId);
   if (!delivery || delivery.status === 'succeeded') return;
   const result = await send(deps, delivery, 'replay');
-  if (result.succeeded) await record(deps, delivery, result, { status: 'succeeded', nextAttemptAt: null, automatic: false });
-  // A failed replay leaves the automatic schedule (if any) as it was.
-  else await record(deps, delivery, result, { status: delivery.status === 'pending' ? 'failed' : delivery.status, nextAttemptAt: undefined, automatic: false });
+  // A failed replay leaves the delivery's status and automatic schedule (if any) as they are by then.
+  await record(deps, delivery, result, { status: result.succeeded ? 'succeeded' : 'keep', nextAttemptAt: null, automatic: false });
 }
 
 export function webhookJobHandlers(deps: DeliveryDeps): Record<string, JobHandler> {

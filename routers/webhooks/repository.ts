@@ -45,9 +45,19 @@ export const findWebhook = (db: Db, ownerId: string, id: string) =>
 export const insertWebhook = (db: Db, row: { id: string; owner_id: string; url: string; description: string | null; events: string[]; enabled: boolean; secret_enc: string }) =>
   db.insertInto('webhooks').values(row).returningAll().executeTakeFirstOrThrow();
 
-export function updateWebhook(db: Db, ownerId: string, id: string, changes: Partial<Pick<WebhookRow, 'url' | 'description' | 'events' | 'enabled' | 'disabled_reason' | 'disabled_at' | 'failing_since' | 'secret_enc' | 'previous_secret_enc' | 'previous_secret_expires_at'>>) {
+export function updateWebhook(db: Db, ownerId: string, id: string, changes: Partial<Pick<WebhookRow, 'url' | 'description' | 'events' | 'enabled' | 'disabled_reason' | 'disabled_at' | 'failing_since'>>) {
   return db.updateTable('webhooks').set({ ...changes, updated_at: new Date() }).where('owner_id', '=', ownerId).where('id', '=', id).returningAll().executeTakeFirst();
 }
+
+export const rotateSecret = (db: Db, ownerId: string, id: string, change: { from: string; to: string; previousValidUntil: Date }) =>
+  db
+    .updateTable('webhooks')
+    .set({ secret_enc: change.to, previous_secret_enc: change.from, previous_secret_expires_at: change.previousValidUntil, updated_at: new Date() })
+    .where('owner_id', '=', ownerId)
+    .where('id', '=', id)
+    .where('secret_enc', '=', change.from)
+    .returning('id')
+    .executeTakeFirst();
 
 export async function deleteWebhook(db: Db, ownerId: string, id: string) {
   const result = await db.deleteFrom('webhooks').where('owner_id', '=', ownerId).where('id', '=', id).executeTakeFirst();
@@ -107,24 +117,38 @@ export const loadDeliveryForSend = (db: Db, deliveryId: string) =>
 
 export type DeliveryForSend = NonNullable<Awaited<ReturnType<typeof loadDeliveryForSend>>>;
 
+/**
+ * Appends an attempt and applies its outcome. A delivery that succeeded stays succeeded whatever a concurrent
+ * attempt (the automatic one and a replay may overlap) reports later; `keepStatus` (a failed replay) changes
+ * nothing but a never-tried `pending` into `failed`. Returns the status and next attempt as stored.
+ */
 export async function saveAttempt(
   db: Db,
   deliveryId: string,
-  change: { status: WebhookDeliveryRow['status']; countsAsAutomatic: boolean; nextAttemptAt: Date | null | undefined; attempt: WebhookAttempt },
+  change: { status: WebhookDeliveryRow['status'] | 'keep'; countsAsAutomatic: boolean; nextAttemptAt: Date | null; attempt: WebhookAttempt },
 ) {
-  await db
+  const status =
+    change.status === 'keep'
+      ? sql<WebhookDeliveryRow['status']>`case when status = 'pending' then 'failed' else status end`
+      : sql<WebhookDeliveryRow['status']>`case when status = 'succeeded' then 'succeeded' else ${change.status}::text end`;
+  const next =
+    change.status === 'keep'
+      ? sql<Date | null>`next_attempt_at`
+      : sql<Date | null>`case when status = 'succeeded' then null else ${change.nextAttemptAt}::timestamptz end`;
+  return db
     .updateTable('webhook_deliveries')
     .set((eb) => ({
-      status: change.status,
+      status,
+      next_attempt_at: next,
       attempt_count: change.countsAsAutomatic ? eb('attempt_count', '+', 1) : eb.ref('attempt_count'),
       attempts: sql<string>`attempts || jsonb_build_array(cast(${JSON.stringify(change.attempt)}::text as jsonb))`,
-      ...(change.nextAttemptAt !== undefined ? { next_attempt_at: change.nextAttemptAt } : {}),
       last_attempt_at: new Date(change.attempt.at),
       last_http_status: change.attempt.httpStatus,
       updated_at: new Date(),
     }))
     .where('id', '=', deliveryId)
-    .execute();
+    .returning(['status', 'next_attempt_at'])
+    .executeTakeFirst();
 }
 
 /** Success clears the failure streak; a failure starts it (once) and returns the endpoint's state after. */

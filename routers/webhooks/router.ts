@@ -56,12 +56,14 @@ async function withStats(deps: AppDeps, ownerId: string, rows: WebhookRow[]) {
   });
 }
 
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 /** Opaque page cursor: the (createdAt, id) of the last delivery shown. */
 const encodeCursor = (createdAt: string, id: string) => Buffer.from(JSON.stringify([createdAt, id])).toString('base64url');
 function decodeCursor(cursor: string): { createdAt: string; id: string } {
   try {
     const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [unknown, unknown];
-    if (typeof createdAt === 'string' && !Number.isNaN(Date.parse(createdAt)) && typeof id === 'string' && isUuid(id)) return { createdAt, id };
+    // Exactly the form toIso() writes: Date.parse alone accepts years the database cannot store.
+    if (typeof createdAt === 'string' && ISO_INSTANT.test(createdAt) && !Number.isNaN(Date.parse(createdAt)) && typeof id === 'string' && isUuid(id)) return { createdAt, id };
   } catch {
     // falls through to the error below
   }
@@ -177,7 +179,9 @@ export const webhooksRouter = router({
       const event = webhookEvent(ctx.owner.id, 'webhook.test', { webhookId: hook.id, message: 'This is a test event sent from the webhook settings' });
       const { queued, deliveryIds } = await recordEvents(ctx.deps.database.db, [event], { onlyWebhookId: hook.id });
       wake(ctx.deps, queued);
-      return { message: `Test event queued for ${hook.url}; its outcome appears in the delivery history`, deliveryId: deliveryIds[0]! };
+      const deliveryId = deliveryIds[0];
+      if (!deliveryId) throw webhookNotFound(); // deleted between the two statements
+      return { message: `Test event queued for ${hook.url}; its outcome appears in the delivery history`, deliveryId };
     }),
 
   validate: enterpriseProcedure
@@ -206,11 +210,10 @@ export const webhooksRouter = router({
       const hook = await ownedWebhook(ctx.deps, ctx.owner.id, input.webhookId);
       const secret = generateSecret();
       const graceUntil = new Date(Date.now() + ROTATION_GRACE_MS);
-      await repo.updateWebhook(ctx.deps.database.db, ctx.owner.id, hook.id, {
-        secret_enc: ctx.deps.secrets.seal(secret),
-        previous_secret_enc: hook.secret_enc,
-        previous_secret_expires_at: graceUntil,
-      });
+      // Conditional on the secret read: of two concurrent rotations one wins, the other is told (never a secret
+      // that was shown but not stored).
+      const rotated = await repo.rotateSecret(ctx.deps.database.db, ctx.owner.id, hook.id, { from: hook.secret_enc, to: ctx.deps.secrets.seal(secret), previousValidUntil: graceUntil });
+      if (!rotated) throw new AppError('CONFLICT', 'The secret was rotated concurrently', 'Read the webhook again and retry');
       return {
         secret,
         previousSecretValidUntil: graceUntil.toISOString(),

@@ -315,6 +315,10 @@ describe('events, signatures and delivery', () => {
     expect(seen.filter((id) => burst.some((b) => b.id === id)).sort()).toEqual(burst.map((b) => b.id).sort());
     expect(new Set(seen).size).toBe(seen.length);
     expect((await app.request('GET', `${base}/${hook.webhook.id}/deliveries?cursor=garbage`, { token: ent.token })).status).toBe(400);
+    for (const year of ['-200000-01-01T00:00:00.000Z', '+200000-01-01T00:00:00.000Z']) {
+      const crafted = Buffer.from(JSON.stringify([year, ids[0]])).toString('base64url');
+      expect((await app.request('GET', `${base}/${hook.webhook.id}/deliveries?cursor=${crafted}`, { token: ent.token })).status, year).toBe(400);
+    }
     expect((await app.request('GET', `${base}/${hook.webhook.id}/deliveries?limit=1000`, { token: ent.token })).status).toBe(400);
     await app.request('DELETE', `${base}/${hook.webhook.id}`, { token: ent.token });
   });
@@ -433,6 +437,62 @@ describe('orphan sweep', () => {
     expect(ended.attempts.at(-1).error).toMatch(/internal errors: handler crashed/);
     // Nothing left to sweep.
     expect(await sweepOrphanedDeliveries(db, app.deps.webhookJobs)).toBe(0);
+    await app.request('DELETE', `${base}/${hook.webhook.id}`, { token: ent.token });
+  });
+});
+
+describe('outcomes and plans', () => {
+  it('a delivery that succeeded stays succeeded whatever an overlapping attempt reports later', async () => {
+    const { saveAttempt } = await import('../../routers/webhooks/repository.ts');
+    const db = app.deps.database.db;
+    const hook = await createHook(ent.token, { url: receiver.url, events: ['webhook.test'] });
+    const test = await app.request('POST', `${base}/${hook.webhook.id}/test`, { token: ent.token, body: {} });
+    const id = test.body.deliveryId as string;
+    await settled(ent.token, hook.webhook.id, id);
+    const attempt = (httpStatus: number) => ({ at: new Date().toISOString(), trigger: 'automatic' as const, httpStatus, latencyMs: 1, responseExcerpt: null, error: httpStatus === 200 ? null : 'x' });
+    // The automatic attempt fails after a replay succeeded: the failure is recorded, the outcome is not.
+    expect(await saveAttempt(db, id, { status: 'failed', countsAsAutomatic: true, nextAttemptAt: new Date(Date.now() + 5_000), attempt: attempt(500) })).toEqual({ status: 'succeeded', next_attempt_at: null });
+    // A failed replay changes nothing but pending -> failed.
+    await db.updateTable('webhook_deliveries').set({ status: 'exhausted' }).where('id', '=', id).execute();
+    expect(await saveAttempt(db, id, { status: 'keep', countsAsAutomatic: false, nextAttemptAt: null, attempt: attempt(500) })).toEqual({ status: 'exhausted', next_attempt_at: null });
+    const next = new Date(Date.now() + 60_000);
+    await db.updateTable('webhook_deliveries').set({ status: 'failed', next_attempt_at: next }).where('id', '=', id).execute();
+    expect(await saveAttempt(db, id, { status: 'keep', countsAsAutomatic: false, nextAttemptAt: null, attempt: attempt(503) })).toEqual({ status: 'failed', next_attempt_at: next });
+    const row = (await deliveries(ent.token, hook.webhook.id)).deliveries.find((d) => d.deliveryId === id);
+    expect(row.attempts.map((a: { httpStatus: number }) => a.httpStatus)).toEqual([200, 500, 500, 503]);
+    await app.request('DELETE', `${base}/${hook.webhook.id}`, { token: ent.token });
+  });
+
+  it('an owner no longer on the enterprise plan receives nothing until the plan is back', async () => {
+    receiver.received.length = 0;
+    const owner = await makeEnterprise('wh-downgrade');
+    const hook = await createHook(owner.token, { url: receiver.url, events: ['knowledge_base.created'] });
+    const setPlan = (plan: 'free' | 'enterprise') => app.deps.database.db.updateTable('owners').set({ plan }).where('id', '=', owner.ownerId).execute();
+    await setPlan('free');
+    const quiet = (await app.request('POST', '/api/v1/knowledge-base/configs', { token: owner.token, body: { name: 'while free' } })).body.data.config;
+    await setPlan('enterprise');
+    const heard = (await app.request('POST', '/api/v1/knowledge-base/configs', { token: owner.token, body: { name: 'enterprise again' } })).body.data.config;
+    await until(receiver, (list) => payloads(list).some((p) => p.data.id === heard.id));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(payloads(receiver.received).some((p) => p.data.id === quiet.id)).toBe(false);
+    await app.request('DELETE', `${base}/${hook.webhook.id}`, { token: owner.token });
+  });
+
+  it('tool changes and avatar uploads are updates too', async () => {
+    receiver.received.length = 0;
+    const hook = await createHook(ent.token, { url: receiver.url, events: ['knowledge_base.updated', 'chat_interface.updated'] });
+    const kb = (await app.request('POST', '/api/v1/knowledge-base/configs', { token: ent.token, body: { name: 'Tools KB' } })).body.data.config;
+    const tools = await app.request('PATCH', `/api/v1/knowledge-base/configs/${kb.id}/tools`, { token: ent.token, body: { tools: [{ name: 'lead_capture', enabled: true }] } });
+    expect(tools.status, tools.text).toBe(200);
+    const ci = (await app.request('POST', '/api/v1/chat-interfaces', { token: ent.token, body: { name: 'Avatar chat' } })).body.data.chatInterface;
+    const { default: sharp } = await import('sharp');
+    const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#336699' } }).png().toBuffer();
+    const avatar = await app.upload(`/api/v1/chat-interfaces/${ci.id}/avatar`, { token: ent.token, fileName: 'a.png', contentType: 'image/png', bytes: png });
+    expect(avatar.status, avatar.text).toBe(200);
+    const got = await until(receiver, (list) => payloads(list).some((p) => p.type === 'chat_interface.updated' && p.data.id === ci.id) && payloads(list).some((p) => p.type === 'knowledge_base.updated' && p.data.id === kb.id));
+    const kbUpdate = payloads(got).find((p) => p.type === 'knowledge_base.updated' && p.data.id === kb.id)!;
+    expect(kbUpdate.data.tools[0]).toMatchObject({ name: 'lead_capture', enabled: true });
+    expect(payloads(got).find((p) => p.type === 'chat_interface.updated')!.data.avatarUrl).toEqual(expect.any(String));
     await app.request('DELETE', `${base}/${hook.webhook.id}`, { token: ent.token });
   });
 });
