@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { openPGlite, openPostgres, type Database } from '../../db/database.ts';
@@ -121,13 +123,38 @@ export interface ChildStorage {
   env: Record<string, string>;
   /** Opens the database from this process. PGlite: only while no child runs on that data dir (one process per data dir), or on a copy. */
   open(dataDir: string): Promise<Database>;
+  /** Runs `fn` on the database while no child runs: PGlite on a copy of the data directory (the original stays
+   *  untouched for a restart; the copy is removed after), PostgreSQL directly. */
+  inspect<T>(dataDir: string, fn: (database: Database) => Promise<T>): Promise<T>;
   drop(): Promise<void>;
+}
+
+async function withDatabase<T>(database: Database, fn: (database: Database) => Promise<T>): Promise<T> {
+  try {
+    return await fn(database);
+  } finally {
+    await database.close();
+  }
 }
 
 export async function createChildStorage(prefix: string): Promise<ChildStorage> {
   const databaseUrl = process.env.DATABASE_URL;
   if (!databaseUrl) {
-    return { env: {}, open: (dataDir) => openPGlite({ dataDir: join(dataDir, 'pglite') }), drop: async () => {} };
+    const open = (dataDir: string) => openPGlite({ dataDir: join(dataDir, 'pglite') });
+    return {
+      env: {},
+      open,
+      async inspect(dataDir, fn) {
+        const copy = mkdtempSync(join(tmpdir(), `${prefix}-copy-`));
+        try {
+          cpSync(join(dataDir, 'pglite'), join(copy, 'pglite'), { recursive: true });
+          return await withDatabase(await open(copy), fn);
+        } finally {
+          rmSync(copy, { recursive: true, force: true });
+        }
+      },
+      drop: async () => {},
+    };
   }
   const name = `${prefix}_${randomBytes(5).toString('hex')}`;
   const admin = postgres(databaseUrl, { max: 1, onnotice: () => {} });
@@ -137,6 +164,7 @@ export async function createChildStorage(prefix: string): Promise<ChildStorage> 
   return {
     env: { DATABASE_URL: url.toString(), ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}) },
     open: async () => openPostgres(url.toString(), 2),
+    inspect: async (_dataDir, fn) => withDatabase(openPostgres(url.toString(), 2), fn),
     drop: async () => {
       await admin.unsafe(`drop database if exists ${name} with (force)`);
       await admin.end();

@@ -4,7 +4,7 @@
 // process is then stopped gracefully (SIGTERM), also mid-ingestion, and started a third time: a planned restart must
 // not fail documents either. At the end the database itself is checked: no document was ingested twice.
 import { randomBytes } from 'node:crypto';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
@@ -79,7 +79,6 @@ interface ListedDocument {
 let dataDir = "";
 let storage: ChildStorage | undefined;
 let server: ChildServer | undefined;
-const scratchDirs: string[] = [];
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'cis-crash-'));
@@ -89,7 +88,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.crash().catch(() => {});
   await storage?.drop();
-  for (const dir of [dataDir, ...scratchDirs]) if (dir) rmSync(dir, { recursive: true, force: true });
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
 function start(): Promise<ChildServer> {
@@ -137,24 +136,10 @@ async function waitUntilMidIngestion(token: string, configId: string, completedB
   }
 }
 
-/**
- * Runs `fn` on the database while no child is running. PGlite: on a copy of the data directory (a snapshot of
- * whatever the stopped process left, the original stays untouched for the restart); PostgreSQL: directly.
- */
+/** Runs `fn` on the database while no child is running (PGlite: on a copy of the data directory). */
 async function inspect<T>(fn: (database: Database) => Promise<T>): Promise<T> {
   expect(server, 'inspect() needs the child stopped').toBeUndefined();
-  let dir = dataDir;
-  if (!process.env.DATABASE_URL) {
-    dir = mkdtempSync(join(tmpdir(), 'cis-crash-copy-'));
-    scratchDirs.push(dir);
-    cpSync(join(dataDir, 'pglite'), join(dir, 'pglite'), { recursive: true });
-  }
-  const database = await storage!.open(dir);
-  try {
-    return await fn(database);
-  } finally {
-    await database.close();
-  }
+  return storage!.inspect(dataDir, fn);
 }
 
 /** Who holds the jobs that are running (the queue's worker ids). */

@@ -6,7 +6,7 @@
 // delivery history ends with every delivery succeeded. A second phase does the same with a graceful stop
 // (SIGTERM) mid-delivery, which must give its jobs back rather than leave them leased.
 import { randomBytes } from 'node:crypto';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
@@ -55,7 +55,6 @@ let dataDir = '';
 let storage: ChildStorage | undefined;
 let server: ChildServer | undefined;
 let receiver: WebhookReceiver;
-const scratchDirs: string[] = [];
 const adminEmail = `wh-admin-${randomBytes(3).toString('hex')}@example.com`;
 const secret = 'whsec_' + randomBytes(32).toString('base64');
 
@@ -80,7 +79,7 @@ afterAll(async () => {
   await server?.crash().catch(() => {});
   await receiver?.close();
   await storage?.drop();
-  for (const dir of [dataDir, ...scratchDirs]) if (dir) rmSync(dir, { recursive: true, force: true });
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
 function start(): Promise<ChildServer> {
@@ -100,24 +99,10 @@ function start(): Promise<ChildServer> {
   });
 }
 
-/**
- * Runs `fn` on the database while no child is running. PGlite: on a copy of the data directory (a snapshot of
- * whatever the stopped process left; the original stays untouched for the restart); PostgreSQL: directly.
- */
+/** Runs `fn` on the database while no child is running (PGlite: on a copy of the data directory). */
 async function inspect<T>(fn: (database: Database) => Promise<T>): Promise<T> {
   expect(server, 'inspect() needs the child stopped').toBeUndefined();
-  let dir = dataDir;
-  if (!process.env.DATABASE_URL) {
-    dir = mkdtempSync(join(tmpdir(), 'cis-whcrash-copy-'));
-    scratchDirs.push(dir);
-    cpSync(join(dataDir, 'pglite'), join(dir, 'pglite'), { recursive: true });
-  }
-  const database = await storage!.open(dir);
-  try {
-    return await fn(database);
-  } finally {
-    await database.close();
-  }
+  return storage!.inspect(dataDir, fn);
 }
 
 /** Delivery jobs and delivery rows by status, as the stopped process left them. */

@@ -20,6 +20,18 @@ async function makeEnterprise(prefix: string) {
   return owner;
 }
 
+/** The operations on one webhook, with a valid body each. */
+const operationsOn = (id: string): Array<[string, string, unknown?]> => [
+  ['GET', `${base}/${id}`],
+  ['PATCH', `${base}/${id}`, { enabled: false }],
+  ['DELETE', `${base}/${id}`],
+  ['GET', `${base}/${id}/deliveries`],
+  ['POST', `${base}/${id}/replay`, { deliveryId: id }],
+  ['POST', `${base}/${id}/test`, {}],
+  ['POST', `${base}/${id}/validate`, { url: receiver.url }],
+  ['POST', `${base}/${id}/rotate-secret`, {}],
+];
+
 async function createHook(token: string, body: Record<string, unknown>) {
   const res = await app.request('POST', base, { token, body });
   expect(res.status, res.text).toBe(201);
@@ -69,19 +81,7 @@ afterAll(async () => {
 
 describe('access', () => {
   it('every webhook operation is 403 for a non-enterprise owner and 401 without a session', async () => {
-    const id = '00000000-0000-4000-8000-000000000000';
-    const ops: Array<[string, string, unknown?]> = [
-      ['GET', base],
-      ['POST', base, { url: receiver.url }],
-      ['GET', `${base}/${id}`],
-      ['PATCH', `${base}/${id}`, { enabled: false }],
-      ['DELETE', `${base}/${id}`],
-      ['GET', `${base}/${id}/deliveries`],
-      ['POST', `${base}/${id}/replay`, { deliveryId: id }],
-      ['POST', `${base}/${id}/test`, {}],
-      ['POST', `${base}/${id}/validate`, { url: receiver.url }],
-      ['POST', `${base}/${id}/rotate-secret`, {}],
-    ];
+    const ops: Array<[string, string, unknown?]> = [['GET', base], ['POST', base, { url: receiver.url }], ...operationsOn('00000000-0000-4000-8000-000000000000')];
     for (const [method, path, body] of ops) {
       const forbidden = await app.request(method, path, { token: free.token, body });
       expect(forbidden.status, `${method} ${path}`).toBe(403);
@@ -140,16 +140,7 @@ describe('endpoint management', () => {
   it("another owner's webhook is a 404 for every operation", async () => {
     const mine = await createHook(ent.token, { url: receiver.url, events: ['knowledge_base.deleted'] });
     const id = mine.webhook.id;
-    for (const [method, path, body] of [
-      ['GET', `${base}/${id}`],
-      ['PATCH', `${base}/${id}`, { enabled: false }],
-      ['DELETE', `${base}/${id}`],
-      ['GET', `${base}/${id}/deliveries`],
-      ['POST', `${base}/${id}/replay`, { deliveryId: id }],
-      ['POST', `${base}/${id}/test`, {}],
-      ['POST', `${base}/${id}/validate`, {}],
-      ['POST', `${base}/${id}/rotate-secret`, {}],
-    ] as Array<[string, string, unknown?]>) {
+    for (const [method, path, body] of operationsOn(id)) {
       expect((await app.request(method, path, { token: ent2.token, body })).status, `${method} ${path}`).toBe(404);
     }
     expect((await app.request('GET', base, { token: ent2.token })).body.data.webhooks.map((w: { id: string }) => w.id)).not.toContain(id);
