@@ -21,6 +21,7 @@ const chatMessageData = z.object({
 export const WEBHOOK_EVENTS = {
   'document.completed': kbDocumentSchema,
   'document.failed': kbDocumentSchema,
+  'document.deleted': z.object({ id: z.string(), configId: z.string() }),
   'chat_session.created': z.object({ sessionId: z.string(), chatInterfaceId: z.string() }),
   'chat_message.created': chatMessageData,
   'api_key.created': apiKeySchema,

@@ -10,6 +10,8 @@ import { sniffDocumentKind } from '../../adapters/parsers/sniff.ts';
 import * as repo from './repository.ts';
 import { ownedConfig } from './configs-router.ts';
 import { INGEST_JOB, type IngestPayload } from './jobs.ts';
+import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
+import type { AppDeps } from '../context.ts';
 
 const tags = ['Knowledge base'];
 const documentNotFound = () => new AppError('NOT_FOUND', 'Document not found');
@@ -119,10 +121,10 @@ export const kbDocumentsRouter = router({
     }),
 });
 
-async function deleteDocuments(deps: Parameters<typeof ownedConfig>[0], ownerId: string, ids: string[]): Promise<number> {
+async function deleteDocuments(deps: AppDeps, ownerId: string, ids: string[]): Promise<number> {
   const valid = ids.filter(isUuid);
   if (valid.length === 0) return 0;
-  const removed = await deps.database.db.transaction().execute(async (trx) => {
+  const removed = await withEvents(deps, async (trx) => {
     // Same lock order as ingestion (config rows first, then documents), so the two never deadlock.
     const configIds = (await trx.selectFrom('kb_documents').select('config_id').distinct().where('owner_id', '=', ownerId).where('id', 'in', valid).execute()).map((r) => r.config_id).sort();
     if (configIds.length > 0) await trx.selectFrom('kb_configs').select('id').where('id', 'in', configIds).orderBy('id').forNoKeyUpdate().execute();
@@ -130,7 +132,7 @@ async function deleteDocuments(deps: Parameters<typeof ownedConfig>[0], ownerId:
     await repo.deleteJobsFor(trx, 'documentId', rows.map((r) => r.id));
     for (const configId of new Set(rows.map((r) => r.config_id))) await repo.bumpContentVersion(trx, configId);
     return rows;
-  });
+  }, (rows) => rows.map((r) => webhookEvent(ownerId, 'document.deleted', { id: r.id, configId: r.config_id })));
   await Promise.all(removed.map((r) => deps.blobs.delete(r.blob_key)));
   return removed.length;
 }

@@ -173,12 +173,14 @@ describe('events, signatures and delivery', () => {
     expect(turn.status, turn.text).toBe(200);
     await app.request('POST', '/api/v1/chat-messages', { token: ent.token, body: { sessionId: turn.body.sessionId, message: 'An operator here' } });
     await app.request('DELETE', `/api/v1/api-keys/${key.apiKey.id}`, { token: ent.token });
+    await until(receiver, (list) => payloads(list).some((p) => p.type === 'document.failed')); // not deleted while processing
+    expect((await app.request('DELETE', `/api/v1/knowledge-base/documents/${bad.body.data.document.id}`, { token: ent.token })).status).toBe(200);
     await app.request('DELETE', `/api/v1/chat-interfaces/${ci.id}`, { token: ent.token });
     await app.request('DELETE', `/api/v1/knowledge-base/configs/${kb.id}`, { token: ent.token });
 
     const expected = [
       'knowledge_base.created', 'knowledge_base.updated', 'chat_interface.created', 'chat_interface.updated', 'api_key.created', 'api_key.updated',
-      'document.completed', 'document.failed', 'chat_session.created', 'chat_message.created', 'api_key.deleted', 'chat_interface.deleted', 'knowledge_base.deleted',
+      'document.completed', 'document.failed', 'document.deleted', 'chat_session.created', 'chat_message.created', 'api_key.deleted', 'chat_interface.deleted', 'knowledge_base.deleted',
     ];
     const got = await until(receiver, (list) => expected.every((t) => payloads(list).some((p) => p.type === t)) && payloads(list).filter((p) => p.type === 'chat_message.created').length >= 3);
     for (const delivery of got) {
@@ -200,6 +202,7 @@ describe('events, signatures and delivery', () => {
       ['user', 'How long is shipping?'],
     ]);
     expect(byType('chat_interface.deleted')[0]!.data).toEqual({ id: ci.id });
+    expect(byType('document.deleted').map((p) => p.data)).toEqual([{ id: bad.body.data.document.id, configId: kb.id }]);
     // Ids are unique per event; timestamps are ISO.
     expect(new Set(got.map((r) => r.headers['webhook-id'])).size).toBe(got.length);
     for (const p of payloads(got)) expect(Number.isNaN(Date.parse(p.timestamp))).toBe(false);
