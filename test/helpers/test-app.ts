@@ -76,7 +76,8 @@ async function openTestDatabase(): Promise<{ database: Database; drop(): Promise
   return { database: await openPGlite({ loadDataDir: new Blob([template]) }), drop: async () => {} };
 }
 
-export const insecureAgent = new Agent({ keepAlive: true, rejectUnauthorized: false, maxSockets: 16 });
+// Idle sockets are dropped after 3 s, before the server's 5 s keep-alive timeout can close one under a new request.
+export const insecureAgent = new Agent({ keepAlive: true, rejectUnauthorized: false, maxSockets: 16, timeout: 3_000 });
 
 export function httpsCall(baseUrl: string, method: string, path: string, options: RequestOptions = {}): Promise<TestResponse> {
   const headers: Record<string, string> = { ...options.headers };
