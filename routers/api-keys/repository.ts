@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { ApiKeyRow, DB } from '../../db/types.ts';
 import { toIso } from '../../schema/common.ts';
 
@@ -19,24 +19,21 @@ export function toApiKey(row: ApiKeyRow) {
 }
 
 /** The active key with the chat interface it is bound to (one query: the chat path needs both). */
-export function findActiveKeyByHash(db: Kysely<DB>, keyHash: string) {
-  return db
-    .selectFrom('api_keys')
-    .innerJoin('chat_interfaces', 'chat_interfaces.id', 'api_keys.chat_interface_id')
-    .select([
-      'api_keys.id',
-      'api_keys.owner_id',
-      'api_keys.chat_interface_id',
-      'api_keys.last_used_at',
-      'chat_interfaces.slug',
-      'chat_interfaces.config_id',
-      'chat_interfaces.endpoint_url',
-      'chat_interfaces.endpoint_type',
-      'chat_interfaces.endpoint_api_key_enc',
-    ])
-    .where('api_keys.key_hash', '=', keyHash)
-    .where('api_keys.active', '=', true)
-    .executeTakeFirst();
+export async function findActiveKeyByHash(db: Kysely<DB>, keyHash: string) {
+  const { rows } = await sql<ActiveKey>`select * from find_active_api_key(${keyHash})`.execute(db);
+  return rows[0];
+}
+
+export interface ActiveKey {
+  id: string;
+  owner_id: string;
+  chat_interface_id: string;
+  last_used_at: Date | null;
+  slug: string;
+  config_id: string | null;
+  endpoint_url: string | null;
+  endpoint_type: string | null;
+  endpoint_api_key_enc: string | null;
 }
 
 export async function touchKeyLastUsed(db: Kysely<DB>, id: string, lastUsedAt: Date | null) {

@@ -3,7 +3,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { DB } from '../../db/types.ts';
 import { jsonb } from '../../db/json.ts';
 import { toIso } from '../../schema/common.ts';
-import { outboxQueuedCount, recordEvents, webhookEvent, type OutboxEvent } from '../webhooks/outbox.ts';
+import { DELIVER_JOB, DELIVER_JOB_MAX_ATTEMPTS, outboxEventsJson, recordEvents, webhookEvent, type OutboxEvent } from '../webhooks/outbox.ts';
 
 type Db = Kysely<DB> | Transaction<DB>;
 
@@ -70,31 +70,16 @@ export async function recordExchange(
 ): Promise<{ webhooksQueued: number }> {
   const userId = randomUUID();
   const replyId = randomUUID();
-  // The turn's webhook events ride in the same statement (the outbox); with no subscribed endpoint they cost
-  // one index probe on webhooks and write nothing.
   const events = chatEvents(session, [
     { id: userId, role: 'user', content: exchange.message },
     { id: replyId, role: 'assistant', content: exchange.reply },
   ]);
+  const json = (value: unknown) => sql`cast(${JSON.stringify(value)}::text as jsonb)`;
   const { rows } = await sql<{ queued: number }>`
-    with session as (
-      insert into chat_sessions (id, chat_interface_id, owner_id, last_message_at)
-      values (${session.id}, ${session.chatInterfaceId}::uuid, ${session.ownerId}::uuid, now())
-      on conflict (id) do update set last_message_at = excluded.last_message_at
-      returning id
-    ),
-    messages as (
-      insert into chat_messages (id, session_id, role, content, sources, usage, tool_calls)
-      select m.id, session.id, m.role, m.content, m.sources, m.usage, m.tool_calls
-      from session, (values
-        (${userId}::uuid, 'user', ${exchange.message}::text, '[]'::jsonb, null::jsonb, '[]'::jsonb, 1),
-        (${replyId}::uuid, 'assistant', ${exchange.reply}::text, cast(${JSON.stringify(exchange.sources)}::text as jsonb),
-          cast(${JSON.stringify(exchange.usage)}::text as jsonb), cast(${JSON.stringify(exchange.toolCalls)}::text as jsonb), 2)
-      ) as m(id, role, content, sources, usage, tool_calls, ord)
-      order by m.ord
-      returning id
-    )
-    select ${outboxQueuedCount(events)}::int as queued`.execute(db);
+    select record_chat_exchange(${session.id}, ${session.chatInterfaceId}::uuid, ${session.ownerId}::uuid,
+      ${userId}::uuid, ${exchange.message}, ${replyId}::uuid, ${exchange.reply},
+      ${json(exchange.sources)}, ${json(exchange.usage)}, ${json(exchange.toolCalls)},
+      ${outboxEventsJson(events)}, ${DELIVER_JOB}, ${DELIVER_JOB_MAX_ATTEMPTS}) as queued`.execute(db);
   return { webhooksQueued: rows[0]?.queued ?? 0 };
 }
 

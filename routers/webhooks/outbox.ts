@@ -24,23 +24,17 @@ export const webhookEvent = <T extends WebhookEventType>(ownerId: string, type: 
  * inside its transaction. With `onlyWebhookId`, that endpoint alone receives the events (the test event).
  */
 export function outboxCall(events: OutboxEvent[], options: { onlyWebhookId?: string } = {}): RawBuilder<unknown> {
+  return sql`webhook_outbox(${outboxEventsJson(events)}, ${options.onlyWebhookId ?? null}::uuid, ${DELIVER_JOB}::text, ${DELIVER_JOB_MAX_ATTEMPTS}::int)`;
+}
+
+/** The events as the outbox function takes them: [{id, owner_id, type, body}], the body being the exact bytes sent. */
+export function outboxEventsJson(events: OutboxEvent[]): RawBuilder<unknown> {
   const rows = events.map((e) => {
     const id = randomUUID();
     const body = JSON.stringify({ id, type: e.type, timestamp: new Date().toISOString(), data: e.data });
     return { id, owner_id: e.ownerId, type: e.type, body };
   });
-  return sql`webhook_outbox(cast(${JSON.stringify(rows)}::text as jsonb), ${options.onlyWebhookId ?? null}::uuid, ${DELIVER_JOB}::text, ${DELIVER_JOB_MAX_ATTEMPTS}::int)`;
-}
-
-/**
- * How many deliveries the events queue, as a scalar SQL expression for a change's own statement. An owner
- * with no enabled endpoint (the common case) costs one index probe: the call and its JSON are skipped.
- */
-export function outboxQueuedCount(events: OutboxEvent[]): RawBuilder<number> {
-  const owners = [...new Set(events.map((e) => e.ownerId))];
-  if (owners.length === 0) return sql<number>`0`;
-  return sql<number>`(case when exists (select 1 from webhooks where enabled and owner_id in (${sql.join(owners.map((o) => sql`${o}::uuid`))}))
-    then (select count(*) from ${outboxCall(events)}) else 0 end)`;
+  return sql`cast(${JSON.stringify(rows)}::text as jsonb)`;
 }
 
 /**
