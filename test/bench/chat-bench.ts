@@ -56,16 +56,15 @@
  *   BENCH_TIMEOUT_S           hard bound on the whole run, default 570 (60..3600): then it cleans up and exits 1
  *   DATABASE_URL              optional postgres:// URL of a server on which a scratch database is created and dropped
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { Agent as HttpAgent, createServer as createHttpServer, request as httpRequest, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { Agent as HttpsAgent, createServer as createHttpsServer, request as httpsRequest } from 'node:https';
-import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import type { BenchService } from './bench-kit.ts';
+import { forkJobWorker, serveJobs, type JobWorker } from './job-worker.ts';
 import type { ProviderMock, ProviderMockRequest } from '../helpers/provider-mock-servers.ts';
 
 // =====================================================================================================
@@ -247,81 +246,13 @@ async function runLoadJob(job: LoadJob): Promise<LoadResult> {
   }
 }
 
-type ToChild = { id: number; job: LoadJob };
-type FromChild = { id: number; result?: LoadResult; error?: string };
+type LoadWorker = JobWorker<LoadJob, LoadResult>;
 
-interface LoadWorker {
-  run(job: LoadJob): Promise<LoadResult>;
-  close(): Promise<void>;
-}
-
-/** Forks this file as the generator (tsx loader), as load.ts's forkLoadWorker does; jobs run one at a time. */
+/** Forks this file as the generator (see job-worker.ts); jobs run one at a time. */
 function forkChatLoadWorker(): LoadWorker {
-  const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-  const child: ChildProcess = fork(fileURLToPath(import.meta.url), [], {
-    execPath: process.execPath,
-    execArgv: ['--import', tsxLoader],
-    env: { ...process.env, [CHILD_ENV]: '1' },
-    // stdout is reserved for the JSON result lines.
-    stdio: ['ignore', 2, 2, 'ipc'],
-    serialization: 'advanced',
-  });
-  let nextId = 0;
-  const pending = new Map<number, { resolve(r: LoadResult): void; reject(e: Error): void; timer: NodeJS.Timeout }>();
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.on('message', (message: FromChild) => {
-    const entry = pending.get(message.id);
-    if (!entry) return;
-    pending.delete(message.id);
-    clearTimeout(entry.timer);
-    if (message.result) entry.resolve(message.result);
-    else entry.reject(new Error(`load generator: ${message.error ?? 'no result'}`));
-  });
-  child.once('exit', (code, signal) => {
-    for (const entry of pending.values()) {
-      clearTimeout(entry.timer);
-      entry.reject(new Error(`load generator exited (code ${code}, signal ${signal})`));
-    }
-    pending.clear();
-  });
-  return {
-    run(job) {
-      const id = ++nextId;
-      const bound = job.kind === 'timed' ? job.warmupMs + job.durationMs + REQUEST_TIMEOUT_MS + 20_000 : job.bodies.length * 2_000 + 30_000;
-      return new Promise<LoadResult>((resolve, reject) => {
-        const timer = setTimeout(() => {
-          pending.delete(id);
-          child.kill('SIGKILL');
-          reject(new Error('load generator did not answer in time; killed it'));
-        }, bound);
-        pending.set(id, { resolve, reject, timer });
-        child.send({ id, job } satisfies ToChild);
-      });
-    },
-    async close() {
-      if (child.exitCode === null && child.signalCode === null) {
-        if (child.connected) child.disconnect();
-        const killer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-        await exited;
-        clearTimeout(killer);
-      }
-    },
-  };
-}
-
-function childMain() {
-  const send = process.send!.bind(process);
-  let queue = Promise.resolve();
-  process.on('message', (message: ToChild) => {
-    queue = queue.then(async () => {
-      try {
-        send({ id: message.id, result: await runLoadJob(message.job) } satisfies FromChild);
-      } catch (error) {
-        send({ id: message.id, error: error instanceof Error ? error.message : String(error) } satisfies FromChild);
-      }
-    });
-  });
-  // Exits by itself when the parent disconnects the IPC channel.
+  return forkJobWorker(import.meta.url, { [CHILD_ENV]: '1' }, (job: LoadJob) =>
+    job.kind === 'timed' ? job.warmupMs + job.durationMs + REQUEST_TIMEOUT_MS + 20_000 : job.bodies.length * 2_000 + 30_000,
+  );
 }
 
 // =====================================================================================================
@@ -1109,5 +1040,5 @@ async function main() {
   }
 }
 
-if (process.env[CHILD_ENV] === '1' && typeof process.send === 'function') childMain();
+if (process.env[CHILD_ENV] === '1' && typeof process.send === 'function') serveJobs(runLoadJob);
 else await main();

@@ -15,11 +15,9 @@
  * other core, and baseline and service are driven the same way. (A worker_thread would also work, but a
  * child process also keeps the client's libuv thread pool and GC pauses out of the server process.)
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { forkJobWorker, serveJobs, type JobWorker } from './job-worker.ts';
 
 export interface LoadJob {
   /** Origin, e.g. https://127.0.0.1:1234 (only 127.0.0.1 is accepted). */
@@ -179,80 +177,12 @@ export function percentile(sorted: Float64Array, p: number): number {
 
 // ---- child-process plumbing ----------------------------------------------------------------------
 
-type ToChild = { id: number; job: LoadJob };
-type FromChild = { id: number; result?: LoadResult; error?: string };
-
-export interface LoadWorker {
-  run(job: LoadJob): Promise<LoadResult>;
-  close(): Promise<void>;
-}
+export type LoadWorker = JobWorker<LoadJob, LoadResult>;
 
 /** Forks this file as a child process running under the tsx loader; jobs run one at a time. */
 export function forkLoadWorker(): LoadWorker {
-  const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-  const child: ChildProcess = fork(fileURLToPath(import.meta.url), [], {
-    execPath: process.execPath,
-    execArgv: ['--import', tsxLoader],
-    env: { ...process.env, BENCH_LOAD_CHILD: '1' },
-    // The child's stdout goes to our stderr: stdout is reserved for the JSON result lines.
-    stdio: ['ignore', 2, 2, 'ipc'],
-    serialization: 'advanced',
-  });
-  let nextId = 0;
-  const pending = new Map<number, { resolve(r: LoadResult): void; reject(e: Error): void; timer: NodeJS.Timeout }>();
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.on('message', (message: FromChild) => {
-    const entry = pending.get(message.id);
-    if (!entry) return;
-    pending.delete(message.id);
-    clearTimeout(entry.timer);
-    if (message.result) entry.resolve(message.result);
-    else entry.reject(new Error(`load generator: ${message.error ?? 'no result'}`));
-  });
-  child.once('exit', (code, signal) => {
-    for (const entry of pending.values()) {
-      clearTimeout(entry.timer);
-      entry.reject(new Error(`load generator exited (code ${code}, signal ${signal})`));
-    }
-    pending.clear();
-  });
-  return {
-    run(job) {
-      const id = ++nextId;
-      return new Promise<LoadResult>((resolve, reject) => {
-        // Hard bound: the job's own length plus time for the child to start and in-flight requests to finish.
-        const timer = setTimeout(() => {
-          pending.delete(id);
-          child.kill('SIGKILL');
-          reject(new Error('load generator did not answer in time; killed it'));
-        }, job.warmupMs + job.durationMs + REQUEST_TIMEOUT_MS + 20_000);
-        pending.set(id, { resolve, reject, timer });
-        child.send({ id, job } satisfies ToChild);
-      });
-    },
-    async close() {
-      if (child.exitCode === null && child.signalCode === null) {
-        if (child.connected) child.disconnect();
-        const killer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-        await exited;
-        clearTimeout(killer);
-      }
-    },
-  };
+  // Hard bound: the job's own length plus time for the child to start and in-flight requests to finish.
+  return forkJobWorker(import.meta.url, { BENCH_LOAD_CHILD: '1' }, (job: LoadJob) => job.warmupMs + job.durationMs + REQUEST_TIMEOUT_MS + 20_000);
 }
 
-if (process.env.BENCH_LOAD_CHILD === '1' && typeof process.send === 'function') {
-  const send = process.send.bind(process);
-  // Jobs are serialised: a second job waits for the first, so two never compete for this core.
-  let queue = Promise.resolve();
-  process.on('message', (message: ToChild) => {
-    queue = queue.then(async () => {
-      try {
-        send({ id: message.id, result: await runLoad(message.job) } satisfies FromChild);
-      } catch (error) {
-        send({ id: message.id, error: error instanceof Error ? error.message : String(error) } satisfies FromChild);
-      }
-    });
-  });
-  // Exits by itself when the parent disconnects the IPC channel (nothing else keeps it alive).
-}
+if (process.env.BENCH_LOAD_CHILD === '1' && typeof process.send === 'function') serveJobs(runLoad);
