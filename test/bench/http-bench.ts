@@ -1,7 +1,7 @@
 /**
  * HTTP benchmark: `npm run bench:http`.
  *
- * Starts the service in-process (startApp, embedded PGlite in a fresh temp DATA_DIR, or a scratch
+ * Starts the service in-process (bench-kit's startBenchService: embedded PGlite in a fresh temp DATA_DIR, or a scratch
  * PostgreSQL database created and dropped on the server named by DATABASE_URL), signs up one owner with
  * 3 chat interfaces and 5 API keys, and measures requests/s and p50/p99 latency of
  *   - GET /api/v1/health/hosting  (public; one `select 1`)
@@ -30,14 +30,10 @@
  *   DATABASE_URL          optional postgres:// URL of a server on which a scratch database is created and dropped
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { Agent as HttpsAgent, createServer as createHttpsServer, request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { startApp, type RunningApp } from '../../server/app.ts';
-import { loadConfig } from '../../server/config.ts';
+import type { RunningApp } from '../../server/app.ts';
 import { createContext } from '../../server/dispatch.ts';
 import { loadTlsMaterial } from '../../server/tls.ts';
 import { appRouter } from '../../routers/app-router.ts';
@@ -45,7 +41,7 @@ import { resolveCaller, sha256Hex } from '../../routers/auth/caller.ts';
 import * as apiKeys from '../../routers/api-keys/repository.ts';
 import { successBody } from '../../adapters/rest/envelope.ts';
 import { forkLoadWorker, percentile, type LoadResult, type LoadWorker } from './load.ts';
-import { scratchPostgres } from './bench-kit.ts';
+import { startBenchService, type BenchService } from './bench-kit.ts';
 
 // ---- knobs ----------------------------------------------------------------------------------------
 
@@ -363,36 +359,13 @@ async function profile(app: RunningApp, owner: { token: string; ownerId: string 
 
 async function main() {
   const started = performance.now();
-  const dataDir = mkdtempSync(join(tmpdir(), 'cis-bench-'));
-  const cleanups: Array<[string, () => Promise<void> | void]> = [['remove temp DATA_DIR', () => rmSync(dataDir, { recursive: true, force: true })]];
-  const cleanup = async () => {
-    for (const [what, fn] of cleanups.reverse()) {
-      try {
-        await fn();
-      } catch (error) {
-        log(`cleanup (${what}) failed: ${error instanceof Error ? error.message : String(error)}`);
-      }
-    }
-  };
-
+  let service: BenchService | undefined;
   try {
-    const pg = await scratchPostgres(log);
-    if (pg) cleanups.push(['drop scratch database', pg.drop]);
-    const config = loadConfig({
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      DATABASE_URL: pg?.url,
-      ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-      LOG_LEVEL: 'silent',
-      // Raised so the benchmark is never throttled; the limiter itself stays in the request path.
-      RATE_LIMIT_DEFAULT: '100000000',
-      RATE_LIMIT_UPLOAD: '100000000',
-    });
-    log(`starting the service (${pg ? 'PostgreSQL' : 'embedded PGlite'}) in ${dataDir}`);
-    const app = await startApp(config);
-    cleanups.push(['close the service', () => app.close()]);
-    cleanups.push(['close setup agent', () => setupAgent.destroy()]);
+    // Rate limits raised by bench-kit so the benchmark is never throttled; the limiter stays in the request path.
+    service = await startBenchService(log);
+    const { app, dataDir } = service;
+    const config = app.deps.config;
+    service.onCleanup('close setup agent', () => setupAgent.destroy());
     log(`service on ${app.url}`);
 
     // One owner with 3 chat interfaces and 5 API keys.
@@ -428,14 +401,14 @@ async function main() {
     // The baselines use the service's own certificate (loadTlsMaterial returns the one it created in DATA_DIR).
     const tls = await loadTlsMaterial({ certPath: config.TLS_CERT, keyPath: config.TLS_KEY, dataDir });
     const baselines = await startBaselines(bodies, tls);
-    cleanups.push(['close baseline servers', baselines.close]);
+    service.onCleanup('close baseline servers', baselines.close);
 
     if (PROFILE) {
       log(`profile mode: ${PROFILE_ITERATIONS} sequential calls per part`);
       await profile(app, owner, baselines.httpsOrigin);
     } else {
       const worker = forkLoadWorker();
-      cleanups.push(['stop load generator', () => worker.close()]);
+      service.onCleanup('stop load generator', () => worker.close());
       const origins: Record<TargetName, string> = { ours: new URL(app.url).origin, 'node:http': baselines.httpOrigin, 'node:https': baselines.httpsOrigin };
       for (const route of routes) await benchRoute(worker, route, origins);
     }
@@ -443,7 +416,7 @@ async function main() {
     process.exitCode = 1;
     log(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
   } finally {
-    await cleanup();
+    await service?.cleanup();
     log(`done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   }
 }
