@@ -35,18 +35,21 @@ export const MESSAGES = {
   timeout: (timeoutMs: number): string => `the external API took longer than ${formatSeconds(timeoutMs)} to answer`,
 } as const;
 
+/** The one outbound request a prepared call makes (streaming or not). */
+const requestInit = (call: ReturnType<typeof prepare>, req: ConnectorRequest) => ({
+  method: 'POST',
+  headers: call.headers,
+  body: call.body,
+  timeoutMs: call.timeoutMs,
+  ...(req.signal ? { signal: req.signal } : {}),
+});
+
 export async function callEndpoint(http: GuardedHttpClient, req: ConnectorRequest): Promise<ConnectorReply> {
   const started = performance.now();
   const call = prepare(req, false);
   let response;
   try {
-    response = await http.request(call.url, {
-      method: 'POST',
-      headers: call.headers,
-      body: call.body,
-      timeoutMs: call.timeoutMs,
-      ...(req.signal ? { signal: req.signal } : {}),
-    });
+    response = await http.request(call.url, requestInit(call, req));
   } catch (err) {
     throw call.toError(err);
   }
@@ -76,13 +79,7 @@ export async function* streamEndpoint(http: GuardedHttpClient, req: ConnectorReq
   const call = prepare(req, true);
   let opened: { status: number; headers: Record<string, string | string[] | undefined>; body: Readable };
   try {
-    opened = await http.stream(call.url, {
-      method: 'POST',
-      headers: call.headers,
-      body: call.body,
-      timeoutMs: call.timeoutMs,
-      ...(req.signal ? { signal: req.signal } : {}),
-    });
+    opened = await http.stream(call.url, requestInit(call, req));
   } catch (err) {
     throw call.toError(err);
   }
