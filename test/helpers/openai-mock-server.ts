@@ -18,6 +18,7 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { sendJson, sleep, splitWords } from './provider-mock-servers.ts';
 
 export interface MockRequest {
   path: string;
@@ -212,32 +213,6 @@ export async function startMockOpenAi(): Promise<MockOpenAi> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
-}
-
-function sendJson(res: http.ServerResponse, status: number, payload: unknown, headers?: Record<string, string>): void {
-  const text = JSON.stringify(payload);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...(headers ?? {}) });
-  res.end(text);
-}
-
-/** Resolves after ms, or as soon as the client goes away. */
-function sleep(ms: number, res: http.ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    if (res.destroyed) return resolve();
-    const done = (): void => {
-      clearTimeout(timer);
-      res.off('close', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    res.on('close', done);
-  });
-}
-
-/** Words with their trailing space, so the pieces concatenate back to the text. */
-function splitWords(text: string): string[] {
-  const pieces = text.match(/\S+\s*|\s+/g) ?? [];
-  return pieces.length > 0 ? pieces : [text];
 }
 
 function wordCount(text: string): number {

@@ -435,7 +435,7 @@ function providerError(route: ProviderRoute, status: number, message: string): u
 // ---------------------------------------------------------------------------
 // Helpers
 
-function sendJson(res: http.ServerResponse, status: number, payload: unknown, headers?: Record<string, string>): void {
+export function sendJson(res: http.ServerResponse, status: number, payload: unknown, headers?: Record<string, string>): void {
   sendRaw(res, status, 'application/json', JSON.stringify(payload), headers);
 }
 
@@ -456,7 +456,7 @@ async function streamChunks(res: http.ServerResponse, contentType: string, chunk
 }
 
 /** Resolves after ms, or as soon as the client goes away. */
-function sleep(ms: number, res: http.ServerResponse): Promise<void> {
+export function sleep(ms: number, res: http.ServerResponse): Promise<void> {
   return new Promise((resolve) => {
     if (res.destroyed) return resolve();
     const done = (): void => {
