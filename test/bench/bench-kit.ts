@@ -283,3 +283,17 @@ export function startRssSampler(intervalMs = 50) {
 }
 
 export const mib = (bytes: number) => round(bytes / (1024 * 1024), 1);
+
+/**
+ * A hard bound on a whole benchmark run: after `seconds` it logs, runs `cleanup` (whatever was started so far)
+ * and exits with 1. Returns the timer, for clearTimeout when the run ends in time.
+ */
+export function startWatchdog(seconds: number, log: (m: string) => void, cleanup: () => Promise<unknown>): NodeJS.Timeout {
+  const watchdog = setTimeout(() => {
+    log(`time limit of ${seconds} s reached: cleaning up and exiting`);
+    process.exitCode = 1;
+    void cleanup().finally(() => process.exit(1));
+  }, seconds * 1000);
+  watchdog.unref();
+  return watchdog;
+}

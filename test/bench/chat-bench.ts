@@ -516,12 +516,7 @@ async function main() {
 
   let service: BenchService | undefined;
   let mock: ProviderMock | undefined;
-  const watchdog = setTimeout(() => {
-    log(`time limit of ${TIMEOUT_S} s reached: cleaning up and exiting`);
-    process.exitCode = 1;
-    void (service?.cleanup() ?? Promise.resolve()).finally(() => process.exit(1));
-  }, TIMEOUT_S * 1000);
-  watchdog.unref();
+  const watchdog = kit.startWatchdog(TIMEOUT_S, log, async () => service?.cleanup());
 
   try {
     mock = await startProviderMock();

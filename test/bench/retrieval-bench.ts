@@ -68,6 +68,7 @@ import {
   signUp,
   startBenchService,
   uploadDocument,
+  startWatchdog,
   type BenchService,
 } from './bench-kit.ts';
 
@@ -355,12 +356,7 @@ async function main() {
   const started = performance.now();
   const deadline = Date.now() + TIMEOUT_S * 1000;
   let service: BenchService | undefined;
-  const watchdog = setTimeout(() => {
-    log(`time limit of ${TIMEOUT_S} s reached: cleaning up and exiting`);
-    process.exitCode = 1;
-    void (service?.cleanup() ?? Promise.resolve()).finally(() => process.exit(1));
-  }, TIMEOUT_S * 1000);
-  watchdog.unref();
+  const watchdog = startWatchdog(TIMEOUT_S, log, async () => service?.cleanup());
 
   try {
     const dataset = loadScifact();

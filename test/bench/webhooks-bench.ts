@@ -480,14 +480,10 @@ async function main() {
   const remainingMs = () => Math.max(1_000, deadline - Date.now() - 15_000);
   let service: BenchService | undefined;
   let driver: Driver | undefined;
-  const watchdog = setTimeout(() => {
-    log(`time limit of ${TIMEOUT_S} s reached: cleaning up and exiting`);
-    process.exitCode = 1;
-    void (service?.cleanup() ?? Promise.resolve())
-      .then(() => driver?.close())
-      .finally(() => process.exit(1));
-  }, TIMEOUT_S * 1000);
-  watchdog.unref();
+  const watchdog = kit.startWatchdog(TIMEOUT_S, log, async () => {
+    await service?.cleanup();
+    await driver?.close();
+  });
 
   const loadAtStart = kit.loadAverage();
   try {
