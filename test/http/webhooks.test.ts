@@ -137,6 +137,28 @@ describe('endpoint management', () => {
     }
   });
 
+  it('update and validate refuse bad input with 400 naming the field', async () => {
+    const hook = await createHook(ent.token, { url: receiver.url, events: ['*'] });
+    const id = hook.webhook.id;
+    const cases: Array<[string, string, unknown, RegExp]> = [
+      ['PATCH', `${base}/${id}`, {}, /url/],
+      ['PATCH', `${base}/${id}`, { url: 'http://example.com/hook' }, /url: must use https/],
+      ['PATCH', `${base}/${id}`, { url: 'https://10.0.0.8/hook' }, /url: .*not a public address/],
+      ['PATCH', `${base}/${id}`, { events: ['nope.never'] }, /events/],
+      ['PATCH', `${base}/${id}`, { enabled: 'yes' }, /enabled/],
+      ['POST', `${base}/${id}/validate`, { url: 42 }, /url/],
+      ['POST', `${base}/${id}/replay`, { deliveryId: 42 }, /deliveryId/],
+    ];
+    for (const [method, path, body, details] of cases) {
+      const res = await app.request(method, path, { token: ent.token, body });
+      expect(res.status, `${method} ${JSON.stringify(body)}`).toBe(400);
+      expect(res.body.error.details, `${method} ${JSON.stringify(body)}`).toMatch(details);
+    }
+    // Nothing was changed by the refused updates.
+    expect((await app.request('GET', `${base}/${id}`, { token: ent.token })).body.data.webhook).toMatchObject({ url: receiver.url, events: ['*'], enabled: true });
+    await app.request('DELETE', `${base}/${id}`, { token: ent.token });
+  });
+
   it("another owner's webhook is a 404 for every operation", async () => {
     const mine = await createHook(ent.token, { url: receiver.url, events: ['knowledge_base.deleted'] });
     const id = mine.webhook.id;
