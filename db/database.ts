@@ -14,10 +14,20 @@ export interface Database {
   kind: 'pglite' | 'postgres';
   /** Round-trips to the database; throws when it is unreachable. */
   ping(): Promise<void>;
+  /** Subscribes to NOTIFY on `channel`; resolves once listening, with the unsubscribe. */
+  listen(channel: string, listener: ChangeListener): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
-function wrap(db: Kysely<DB>, kind: Database['kind'], pglite?: PGlite): Database {
+export interface ChangeListener {
+  onNotify(): void;
+  /** Listening (again): every notification committed from now on arrives. */
+  onListening(): void;
+  /** The listening connection was lost: notifications may be missed until the next onListening. */
+  onLost(): void;
+}
+
+function wrap(db: Kysely<DB>, kind: Database['kind'], listen: Database['listen'], pglite?: PGlite): Database {
   return {
     db,
     kind,
@@ -25,21 +35,84 @@ function wrap(db: Kysely<DB>, kind: Database['kind'], pglite?: PGlite): Database
     ping: async () => {
       await sql`select 1`.execute(db);
     },
+    listen,
     close: () => db.destroy(),
   };
 }
 
+const LISTEN_RETRY_MIN_MS = 500;
+const LISTEN_RETRY_MAX_MS = 30_000;
+
 /** PostgreSQL through postgres.js (production and the second CI pass). */
 export function openPostgres(url: string, maxConnections = 10): Database {
   const client = postgres(url, { max: maxConnections, onnotice: () => {} });
-  return wrap(new Kysely<DB>({ dialect: new PostgresJSDialect({ postgres: client }) }), 'postgres');
+  return wrap(new Kysely<DB>({ dialect: new PostgresJSDialect({ postgres: client }) }), 'postgres', (channel, listener) => listenPostgres(url, channel, listener));
+}
+
+/**
+ * A dedicated connection per subscription (postgres.js's own listen() reconnects without telling anyone,
+ * and a cache must know when it may have missed a notification): on loss the listener hears onLost, and
+ * LISTEN is issued again with backoff until it succeeds.
+ */
+async function listenPostgres(url: string, channel: string, listener: ChangeListener): Promise<() => Promise<void>> {
+  let stopped = false;
+  let retry: NodeJS.Timeout | undefined;
+  let delay = LISTEN_RETRY_MIN_MS;
+  // `onnotify` is the option postgres.js's own listen() is built on; it is missing from its type declarations.
+  const options = {
+    max: 1,
+    max_lifetime: null,
+    fetch_types: false,
+    onnotice: () => {},
+    onnotify: (name: string) => {
+      if (name === channel) listener.onNotify();
+    },
+    onclose: () => {
+      if (stopped) return;
+      listener.onLost();
+      scheduleRetry();
+    },
+  };
+  const client = postgres(url, options as postgres.Options<Record<string, never>>);
+  const subscribe = async () => {
+    await client`listen ${client(channel)}`;
+    delay = LISTEN_RETRY_MIN_MS;
+    listener.onListening();
+  };
+  function scheduleRetry() {
+    if (stopped || retry) return;
+    retry = setTimeout(() => {
+      retry = undefined;
+      subscribe().catch(() => {
+        delay = Math.min(delay * 2, LISTEN_RETRY_MAX_MS);
+        scheduleRetry();
+      });
+    }, delay);
+    retry.unref();
+  }
+  await subscribe();
+  return async () => {
+    stopped = true;
+    clearTimeout(retry);
+    await client.end({ timeout: 1 });
+  };
 }
 
 /** Embedded PGlite in a data directory (the zero-setup default). Never open one directory from two processes. */
 export async function openPGlite(options: { dataDir?: string; loadDataDir?: Blob }): Promise<Database> {
   if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
   const pglite = await PGlite.create({ dataDir: options.dataDir, loadDataDir: options.loadDataDir, extensions: { vector } });
-  return wrap(new Kysely<DB>({ dialect: new PGliteDialect(pglite) }), 'pglite', pglite);
+  const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) });
+  // One in-process connection: notifications arrive before the notifying statement's result, and are never lost.
+  // LISTEN and UNLISTEN go through the dialect's lock, so they never land inside another caller's transaction.
+  const listen = async (channel: string, listener: ChangeListener) => {
+    const unlisten = await db.connection().execute(() => pglite.listen(channel, () => listener.onNotify()));
+    listener.onListening();
+    return async () => {
+      if (!pglite.closed) await db.connection().execute(() => unlisten());
+    };
+  };
+  return wrap(db, 'pglite', listen, pglite);
 }
 
 /** A gzipped tarball of a PGlite data directory; openPGlite({ loadDataDir }) starts from it. */

@@ -4,6 +4,7 @@ import * as knowledgeBase from './migrations/0002_knowledge_base.ts';
 import * as chat from './migrations/0003_chat.ts';
 import * as webhooks from './migrations/0004_webhooks.ts';
 import * as hotPathFunctions from './migrations/0005_hot_path_functions.ts';
+import * as apiKeyChangeNotify from './migrations/0006_api_key_change_notify.ts';
 
 /** Migrations are listed in code (not read from a folder) so they run the same under tsx, tests and bundlers. */
 const migrations: Record<string, Migration> = {
@@ -12,6 +13,7 @@ const migrations: Record<string, Migration> = {
   '0003_chat': chat,
   '0004_webhooks': webhooks,
   '0005_hot_path_functions': hotPathFunctions,
+  '0006_api_key_change_notify': apiKeyChangeNotify,
 };
 
 /** Runs pending migrations. Kysely's migrator holds a Postgres advisory lock, so concurrent instances are safe. */

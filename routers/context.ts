@@ -10,6 +10,7 @@ import type { Caller } from './auth/caller.ts';
 import type { BlobStore } from '../adapters/blobs/blob-store.ts';
 import type { JobQueue } from '../server/jobs/queue.ts';
 import type { VectorSearchMode } from './knowledge-base/vectors.ts';
+import type { ApiKeyCache } from './api-keys/key-cache.ts';
 
 /** Everything the procedures may use. Built once per process in server/app.ts; never a container. */
 export interface AppDeps {
@@ -26,6 +27,7 @@ export interface AppDeps {
   /** The same jobs table, claimed by the webhook delivery workers (their own concurrency). */
   webhookJobs: JobQueue;
   vectorSearch: VectorSearchMode;
+  apiKeyCache: ApiKeyCache;
 }
 
 /** Per-request context, identical for REST, tRPC and GraphQL. */

@@ -28,6 +28,11 @@ import { detectVectorSearch } from '../routers/knowledge-base/vectors.ts';
 import { knowledgeBaseJobHandlers, requeueOrphanedDocuments } from '../routers/knowledge-base/jobs.ts';
 import { webhookJobHandlers } from '../routers/webhooks/delivery.ts';
 import { sweepOrphanedDeliveries } from '../routers/webhooks/sweeper.ts';
+import { createApiKeyCache } from '../routers/api-keys/key-cache.ts';
+import { API_KEY_CHANGES_CHANNEL } from '../db/migrations/0006_api_key_change_notify.ts';
+
+/** Validated API keys kept per instance (a few hundred bytes each). */
+const API_KEY_CACHE_MAX_ENTRIES = 10_000;
 
 export interface RunningApp {
   deps: AppDeps;
@@ -66,7 +71,17 @@ export async function startApp(config: Config, options: { database?: Database; l
     jobs: createJobQueue({ db: database.db, logger }),
     webhookJobs: createJobQueue({ db: database.db, logger }),
     vectorSearch: await detectVectorSearch(database.db, config.VECTOR_SEARCH),
+    apiKeyCache: createApiKeyCache({ ttlMs: config.API_KEY_CACHE_TTL_MS, maxEntries: API_KEY_CACHE_MAX_ENTRIES }),
   };
+  const cache = deps.apiKeyCache;
+  const stopListening = await database.listen(API_KEY_CHANGES_CHANNEL, {
+    onNotify: () => cache.invalidate(),
+    onListening: () => cache.setLive(true),
+    onLost: () => {
+      cache.setLive(false);
+      logger.warn('lost the database connection that listens for API-key changes; the key cache is off until it is back');
+    },
+  });
   const sweepers: Array<ReturnType<typeof setInterval>> = [];
   if (config.JOB_CONCURRENCY > 0) {
     deps.jobs.start(knowledgeBaseJobHandlers(deps), { concurrency: config.JOB_CONCURRENCY, leaseMs: config.JOB_LEASE_MS, onlyHandledKinds: true });
@@ -133,6 +148,7 @@ export async function startApp(config: Config, options: { database?: Database; l
         // Within main.ts's 10 s shutdown bound: handlers still running after 8 s are released, not left leased.
         await Promise.all([deps.jobs.stop(8_000), deps.webhookJobs.stop(8_000)]);
         await rateLimiter.close();
+        await stopListening();
         await database.close();
       })()),
   };

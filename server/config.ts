@@ -59,6 +59,8 @@ export const configSchema = z.object({
   WEBHOOK_TIMEOUT_MS: positiveInt(15_000),
   /** How long a claimed job stays leased without a heartbeat; after a crash, the jobs the dead process was running are picked up again once it runs out. */
   JOB_LEASE_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
+  /** How long a validated API key is reused without a lookup (0: never). Changes to keys and interfaces empty the cache at once, on every instance. */
+  API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(600_000).default(30_000),
   /** Optional external document-parsing service, checked by POST /knowledge-base/test-parser. */
   PARSER_SERVICE_URL: z.string().url().optional(),
   PARSER_SERVICE_KEY: z.string().optional(),

@@ -36,10 +36,12 @@ export interface ActiveKey {
   endpoint_api_key_enc: string | null;
 }
 
-export async function touchKeyLastUsed(db: Kysely<DB>, id: string, lastUsedAt: Date | null) {
-  const now = Date.now();
-  if (lastUsedAt && now - new Date(lastUsedAt).getTime() < LAST_USED_GRANULARITY_MS) return;
-  await db.updateTable('api_keys').set({ last_used_at: new Date(now) }).where('id', '=', id).execute();
+/** Writes last_used_at when the known value is older than a minute; returns the new value when it did. */
+export async function touchKeyLastUsed(db: Kysely<DB>, id: string, lastUsedAt: Date | null): Promise<Date | undefined> {
+  const now = new Date();
+  if (lastUsedAt && now.getTime() - new Date(lastUsedAt).getTime() < LAST_USED_GRANULARITY_MS) return undefined;
+  await db.updateTable('api_keys').set({ last_used_at: now }).where('id', '=', id).execute();
+  return now;
 }
 
 export function listKeys(db: Kysely<DB>, ownerId: string) {

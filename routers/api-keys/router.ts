@@ -71,6 +71,7 @@ export const apiKeysRouter = router({
         (trx) => keys.updateKey(trx, ctx.owner.id, id, changes),
         (updated) => (updated ? [webhookEvent(ctx.owner.id, 'api_key.updated', keys.toApiKey(updated))] : []),
       );
+      ctx.deps.apiKeyCache.invalidate();
       if (!row) throw notFound();
       return { apiKey: keys.toApiKey(row) };
     }),
@@ -86,6 +87,7 @@ export const apiKeysRouter = router({
         (trx) => keys.deleteKey(trx, ctx.owner.id, input.id),
         (done) => (done ? [webhookEvent(ctx.owner.id, 'api_key.deleted', { id: input.id })] : []),
       );
+      ctx.deps.apiKeyCache.invalidate();
       if (!deleted) throw notFound();
       return { deleted: true as const, id: input.id };
     }),

@@ -44,9 +44,12 @@ export async function resolveCaller(deps: AppDeps, authorization: string | undef
   if (token.startsWith('svc_')) {
     // A bad checksum is refused here, without a database lookup.
     if (!parseApiKey(token)) return { kind: 'anonymous', reason: 'invalid' };
-    const key = await findActiveKeyByHash(deps.database.db, sha256Hex(token));
+    const keyHash = sha256Hex(token);
+    const key = await deps.apiKeyCache.lookup(keyHash, () => findActiveKeyByHash(deps.database.db, keyHash));
     if (!key) return { kind: 'anonymous', reason: 'invalid' };
-    await touchKeyLastUsed(deps.database.db, key.id, key.last_used_at);
+    const touchedAt = await touchKeyLastUsed(deps.database.db, key.id, key.last_used_at);
+    // A cached key remembers the touch, so it is written at most once a minute per instance.
+    if (touchedAt) key.last_used_at = touchedAt;
     return {
       kind: 'apiKey',
       keyId: key.id,

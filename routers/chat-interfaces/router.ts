@@ -156,6 +156,7 @@ export const chatInterfacesRouter = router({
           (trx) => repo.updateInterface(trx, ctx.owner.id, input.id, changes),
           (updated) => (updated ? [webhookEvent(ctx.owner.id, 'chat_interface.updated', toChatInterface(updated))] : []),
         );
+        ctx.deps.apiKeyCache.invalidate();
         if (!row) throw notFound();
         return { chatInterface: toChatInterface(row) };
       } catch (error) {
@@ -175,6 +176,7 @@ export const chatInterfacesRouter = router({
         (trx) => repo.deleteInterface(trx, ctx.owner.id, input.id),
         (done) => (done ? [webhookEvent(ctx.owner.id, 'chat_interface.deleted', { id: input.id })] : []),
       );
+      ctx.deps.apiKeyCache.invalidate();
       if (!deleted) throw notFound();
       return { deleted: true as const, id: input.id };
     }),

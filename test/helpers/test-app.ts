@@ -51,11 +51,14 @@ export interface TestApp extends RunningApp {
   /** Signs up a fresh owner and returns its session token and id. */
   signUp(prefix?: string): Promise<{ token: string; ownerId: string; email: string }>;
   logs: string[];
+  /** A second instance of the service on this app's database (its own connections on PostgreSQL; on PGlite, the
+   *  one in-process database shared), as another replica behind a load balancer. Stop it before this app. */
+  startPeer(env?: Record<string, string>): Promise<TestApp>;
   stop(): Promise<void>;
 }
 
 /** A fresh database for one test file: a PGlite clone of the migrated template, or a new PostgreSQL database. */
-async function openTestDatabase(): Promise<{ database: Database; drop(): Promise<void> }> {
+async function openTestDatabase(): Promise<{ database: Database; openPeer(): Database; drop(): Promise<void> }> {
   const databaseUrl = process.env.DATABASE_URL;
   const pgTemplate = inject('postgresTemplate');
   if (databaseUrl && pgTemplate) {
@@ -66,6 +69,7 @@ async function openTestDatabase(): Promise<{ database: Database; drop(): Promise
     url.pathname = `/${name}`;
     return {
       database: openPostgres(url.toString(), 5),
+      openPeer: () => openPostgres(url.toString(), 5),
       drop: async () => {
         await admin.unsafe(`drop database if exists ${name} with (force)`);
         await admin.end();
@@ -73,7 +77,9 @@ async function openTestDatabase(): Promise<{ database: Database; drop(): Promise
     };
   }
   const template = readFileSync(inject('pgliteTemplate'));
-  return { database: await openPGlite({ loadDataDir: new Blob([template]) }), drop: async () => {} };
+  const database = await openPGlite({ loadDataDir: new Blob([template]) });
+  // PGlite is one in-process connection: a peer shares it, and leaves closing it to the first app.
+  return { database, openPeer: () => ({ ...database, close: async () => {} }), drop: async () => {} };
 }
 
 // Idle sockets are dropped after 3 s, before the server's 5 s keep-alive timeout can close one under a new request.
@@ -109,8 +115,12 @@ export function httpsCall(baseUrl: string, method: string, path: string, options
 }
 
 export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  return startOnDatabase(env, await openTestDatabase());
+}
+
+async function startOnDatabase(env: Record<string, string>, storage: { database: Database; openPeer(): Database; drop(): Promise<void> }): Promise<TestApp> {
+  const { database, drop } = storage;
   const dataDir = mkdtempSync(join(tmpdir(), 'cis-data-'));
-  const { database, drop } = await openTestDatabase();
   const config = loadConfig({
     PORT: '0',
     HOST: '127.0.0.1',
@@ -140,6 +150,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
       if (res.status !== 201) throw new Error(`sign-up failed: ${res.status} ${res.text}`);
       return { token: res.body.data.token as string, ownerId: res.body.data.owner.id as string, email };
     },
+    startPeer: (peerEnv = {}) => startOnDatabase({ ENCRYPTION_KEY: config.ENCRYPTION_KEY!, RATE_LIMIT_KEY_PREFIX: config.RATE_LIMIT_KEY_PREFIX, ...env, ...peerEnv }, { database: storage.openPeer(), openPeer: storage.openPeer, drop: async () => {} }),
     async stop() {
       await app.close();
       await drop();
