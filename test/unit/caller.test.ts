@@ -3,6 +3,7 @@ import { generateApiKey, parseApiKey } from '../../routers/api-keys/key-format.t
 import { resolveCaller } from '../../routers/auth/caller.ts';
 import type { AppDeps } from '../../routers/context.ts';
 import { loadConfig } from '../../server/config.ts';
+import { createApiKeyCache } from '../../routers/api-keys/key-cache.ts';
 
 /** An object that records and refuses any use: a lookup through it fails the call. */
 function tripwire(name: string, touched: string[]) {
@@ -27,6 +28,7 @@ function makeDeps() {
     config: loadConfig({}),
     database: { db: tripwire('db', touched) },
     sessions: tripwire('sessions', touched),
+    apiKeyCache: createApiKeyCache({ ttlMs: 0, maxEntries: 0 }),
   } as unknown as AppDeps;
   return { deps, touched };
 }
