@@ -1,7 +1,8 @@
 /**
  * Chat benchmark: `npm run bench:chat`.
  *
- * Starts the local provider mock (test/helpers/provider-mock-servers.ts) and the service in-process
+ * Starts the local provider mock (test/helpers/provider-mock-servers.ts) in its own process, as a real upstream
+ * is (in ours, its request handling would run on the service's event loop), and the service in-process
  * (bench-kit's startBenchService: embedded PGlite in a temp DATA_DIR, or a scratch PostgreSQL database on
  * DATABASE_URL's server; rate limits raised, OUTBOUND_ALLOW_HOSTS = the mock's 127.0.0.1:port), signs up
  * one owner and creates one chat interface (+ API key) per connector type, each pointed at the mock route
@@ -52,11 +53,16 @@
  *   BENCH_SCIFACT_DIR         dataset folder, default ../shared/datasets/scifact beside the repository
  *   BENCH_UPLOAD_CONCURRENCY  uploads in flight, default 8 (1..64)
  *   BENCH_JOB_CONCURRENCY     the service's JOB_CONCURRENCY, default 2 (1..32)
+ *   BENCH_TYPES               comma list of connector types, in the order measured (default all five)
  *   BENCH_PHASES              comma list of latency,stream,profile,kb (default all)
+ *   BENCH_CPU_PROFILE         a folder: a V8 CPU profile of this process (the service) is written there for each
+ *                             type's measured windows of our endpoint only (`chat-<type>.cpuprofile`), to see
+ *                             where the added time goes (open in Chrome DevTools or speedscope)
  *   BENCH_TIMEOUT_S           hard bound on the whole run, default 570 (60..3600): then it cleans up and exits 1
  *   DATABASE_URL              optional postgres:// URL of a server on which a scratch database is created and dropped
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { Session as InspectorSession } from 'node:inspector/promises';
 import { Agent as HttpAgent, createServer as createHttpServer, request as httpRequest, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { Agent as HttpsAgent, createServer as createHttpsServer, request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -65,7 +71,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BenchService } from './bench-kit.ts';
 import { forkJobWorker, serveJobs, type JobWorker } from './job-worker.ts';
-import type { ProviderMock, ProviderMockRequest } from '../helpers/provider-mock-servers.ts';
+import type { ProviderMockRequest } from '../helpers/provider-mock-servers.ts';
+import type { ProviderMockProcess } from './provider-mock-process.ts';
 
 // =====================================================================================================
 // The load generator (runs in a forked child): POST with a body over keep-alive connections, recording
@@ -302,6 +309,11 @@ const TYPES: Array<{
   { type: 'generic', path: '/generic' },
 ];
 
+/** BENCH_TYPES: which connector types, in this order (default all, as listed above). */
+const SELECTED_TYPES = (process.env.BENCH_TYPES || TYPES.map((t) => t.type).join(','))
+  .split(',')
+  .map((name) => TYPES.find((t) => t.type === name.trim()) ?? (() => { throw new Error(`BENCH_TYPES: unknown type ${name}`); })());
+
 const OURS_FIRST_DELTA = String.raw`data: \{"type":"delta"`;
 const OURS_STREAM_END = String.raw`"type":"complete"[\s\S]*data: \[DONE\]`;
 
@@ -348,13 +360,45 @@ interface Aggregate {
   firstDeltas: Float64Array[];
 }
 
+/**
+ * With BENCH_CPU_PROFILE, runs `fn` under the V8 sampling profiler of this process; the samples of every
+ * call with the same `file` are written together (profiling restarts per call, so only these windows count).
+ */
+const CPU_PROFILE_DIR = process.env.BENCH_CPU_PROFILE || '';
+const cpuProfiles = new Map<string, { nodes: unknown[]; samples: number[]; timeDeltas: number[]; startTime: number; endTime: number }>();
+async function profiled<T>(file: string | undefined, fn: () => Promise<T>): Promise<T> {
+  if (!CPU_PROFILE_DIR || !file) return fn();
+  const session = new InspectorSession();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  try {
+    return await fn();
+  } finally {
+    const { profile } = await session.post('Profiler.stop');
+    session.disconnect();
+    // Node ids differ between profiles, so windows are kept apart by offsetting the later ones' ids.
+    const merged = cpuProfiles.get(file);
+    if (!merged) cpuProfiles.set(file, profile as never);
+    else {
+      const offset = Math.max(...(merged.nodes as Array<{ id: number }>).map((n) => n.id));
+      for (const n of profile.nodes) merged.nodes.push({ ...n, id: n.id + offset, children: n.children?.map((c) => c + offset) });
+      merged.samples.push(...profile.samples!.map((id) => id + offset));
+      merged.timeDeltas.push(...profile.timeDeltas!);
+      merged.endTime = profile.endTime;
+    }
+    writeFileSync(join(CPU_PROFILE_DIR, file), JSON.stringify(cpuProfiles.get(file)));
+  }
+}
+
 /** Runs the named jobs in `rounds` alternating rounds (order reversed every other round), each for duration / rounds. */
 async function measureAlternating(worker: LoadWorker, label: string, jobs: Array<[string, LoadJob]>): Promise<Map<string, Aggregate>> {
   const out = new Map<string, Aggregate>();
   for (let r = 0; r < ROUNDS; r++) {
     const order = r % 2 === 0 ? jobs : [...jobs].reverse();
     for (const [name, job] of order) {
-      const result = await worker.run({ ...job, durationMs: Math.max(100, Math.round(DURATION_MS / ROUNDS)), warmupMs: WARMUP_MS });
+      const profileFile = name === 'ours' ? `chat-${label}.cpuprofile` : undefined;
+      const result = await profiled(profileFile, () => worker.run({ ...job, durationMs: Math.max(100, Math.round(DURATION_MS / ROUNDS)), warmupMs: WARMUP_MS }));
       const s = summary([result.latenciesMs]);
       const d = job.firstDelta ? summary([result.firstDeltaMs]) : undefined;
       log(
@@ -504,7 +548,7 @@ async function main() {
   const started = performance.now();
   const deadline = Date.now() + TIMEOUT_S * 1000;
   const kit = await import('./bench-kit.ts');
-  const { startProviderMock } = await import('../helpers/provider-mock-servers.ts');
+  const { startProviderMockProcess } = await import('./provider-mock-process.ts');
   const { loadTlsMaterial } = await import('../../server/tls.ts');
   const { createContext } = await import('../../server/dispatch.ts');
   const { appRouter } = await import('../../routers/app-router.ts');
@@ -515,11 +559,11 @@ async function main() {
   const { findConfigById } = await import('../../routers/knowledge-base/repository.ts');
 
   let service: BenchService | undefined;
-  let mock: ProviderMock | undefined;
+  let mock: ProviderMockProcess | undefined;
   const watchdog = kit.startWatchdog(TIMEOUT_S, log, async () => service?.cleanup());
 
   try {
-    mock = await startProviderMock();
+    mock = await startProviderMockProcess();
     log(`provider mock on ${mock.url}`);
     service = await kit.startBenchService(log, {
       OUTBOUND_ALLOW_HOSTS: `127.0.0.1:${mock.port}`,
@@ -585,14 +629,15 @@ async function main() {
       directStream?: LoadJob;
       oursReply: Buffer;
     }> = [];
-    for (const spec of TYPES) {
+    for (const spec of SELECTED_TYPES) {
       const iface = await createInterface({ name: `bench ${spec.type}`, endpointUrl: `${mock.url}${spec.path}`, apiKey: UPSTREAM_KEY, endpointType: spec.type });
       const chatPath = `/api/v1/chat/${iface.slug}`;
-      mock.reset();
+      await mock.reset();
       const first = await kit.expectStatus(kit.call(origin, 'POST', chatPath, { rawBody: Buffer.from(chatBody), headers: oursHeaders(iface.key, false) }), 200, `chat (${spec.type})`);
       if (first.json?.message !== `Echo: ${MESSAGE}`) throw new Error(`chat (${spec.type}): unexpected reply ${first.text.slice(0, 300)}`);
-      const sent = mock.requests.at(-1);
-      if (!sent || mock.requests.length !== 1) throw new Error(`chat (${spec.type}): expected one upstream request, saw ${mock.requests.length}`);
+      const sentRequests = await mock.requests();
+      const sent = sentRequests.at(-1);
+      if (!sent || sentRequests.length !== 1) throw new Error(`chat (${spec.type}): expected one upstream request, saw ${sentRequests.length}`);
       const ours: LoadJob = {
         kind: 'timed',
         origin,
@@ -607,10 +652,10 @@ async function main() {
       };
       const entry: (typeof perType)[number] = { spec, iface, ours, direct: directJob(sent, { expectBody: 'Echo: ' }), oursReply: Buffer.from(first.text, 'utf8') };
       if (spec.upstreamFirstDelta) {
-        mock.reset();
+        await mock.reset();
         const streamed = await kit.expectStatus(kit.call(origin, 'POST', chatPath, { rawBody: Buffer.from(chatBody), headers: oursHeaders(iface.key, true) }), 200, `streamed chat (${spec.type})`);
         if (!new RegExp(OURS_STREAM_END).test(streamed.text) || !new RegExp(OURS_FIRST_DELTA).test(streamed.text)) throw new Error(`streamed chat (${spec.type}): unexpected stream ${streamed.text.slice(0, 300)}`);
-        const sentStream = mock.requests.at(-1);
+        const sentStream = (await mock.requests()).at(-1);
         if (!sentStream) throw new Error(`streamed chat (${spec.type}): no upstream request`);
         entry.oursStream = { ...ours, headers: oursHeaders(iface.key, true), expectBody: OURS_STREAM_END, firstDelta: OURS_FIRST_DELTA };
         entry.directStream = directJob(sentStream, { expectBody: spec.upstreamStreamEnd, firstDelta: spec.upstreamFirstDelta });
@@ -620,7 +665,7 @@ async function main() {
       }
       perType.push(entry);
     }
-    mock.reset();
+    await mock.reset();
 
     const common = { bench: 'chat', route: 'POST /api/v1/chat/{slug}', database, connections: CONNECTIONS, rounds: ROUNDS, duration_ms: DURATION_MS };
 
@@ -657,6 +702,9 @@ async function main() {
         });
       }
 
+      // The first type measured would otherwise also pay for compiling the shared chat path (JIT warm-up).
+      for (const t of perType) await worker.run({ ...t.ours, warmupMs: 0, durationMs: Math.max(WARMUP_MS, 200) });
+      log(`service warmed up: each type's chat for ${Math.max(WARMUP_MS, 200)} ms`);
       for (const t of perType) {
         const agg = await measureAlternating(worker, t.spec.type, [
           ['ours', t.ours],
@@ -824,7 +872,7 @@ async function main() {
           calls: PROFILE_ITERATIONS,
           share_of_full_chat_p50: round(m.p50Us / full, 4),
           database,
-          note: 'sequential in-process timings, one call at a time; the upstream mock runs in this process',
+          note: 'sequential in-process timings, one call at a time; the upstream mock runs in its own process',
         });
       }
 
