@@ -1,4 +1,4 @@
-import type { PGlite } from '@electric-sql/pglite';
+import { parse, protocol, type PGlite } from '@electric-sql/pglite';
 import {
   CompiledQuery,
   PostgresAdapter,
@@ -16,6 +16,9 @@ import {
  * exclusively: every acquire waits for the previous holder to release (a FIFO mutex). The published
  * PGlite dialects pin older PGlite releases, hence this small one of our own.
  */
+const { serialize } = protocol;
+const { parseResults, parseDescribeStatementResults } = parse;
+
 export class PGliteDialect implements Dialect {
   constructor(private readonly pglite: PGlite) {}
   createAdapter() {
@@ -32,19 +35,74 @@ export class PGliteDialect implements Dialect {
   }
 }
 
+/** Prepared statements kept per database (PGlite is one session); the least recently used is closed beyond this. */
+const MAX_PREPARED_STATEMENTS = 256;
+
+/**
+ * Runs each statement as a named prepared statement, prepared once per SQL text. PGlite's own query() makes six
+ * calls into the engine per statement (parse, describe, bind, describe, execute, sync) and plans the statement
+ * every time; here a statement seen before is one call (bind, describe, execute, sync) on a plan PostgreSQL caches,
+ * as postgres.js does on a server. Parameters are serialised and rows parsed with PGlite's own type maps, so
+ * values come back exactly as from query().
+ */
 class PGliteConnection implements DatabaseConnection {
+  private readonly statements = new Map<string, { name: string; paramTypes: number[] }>();
+  private nextStatement = 0;
+
   constructor(private readonly pglite: PGlite) {}
+
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
-    const result = await this.pglite.query<R>(query.sql, query.parameters as unknown[], { rowMode: 'object' });
-    return {
-      rows: result.rows,
-      numAffectedRows: result.affectedRows === undefined ? undefined : BigInt(result.affectedRows),
-    };
+    return this.pglite.runExclusive(async () => {
+      const statement = this.statements.get(query.sql) ?? (await this.prepare(query.sql));
+      // Most recently used last, so the first key is the one to close when the cache is full.
+      this.statements.delete(query.sql);
+      this.statements.set(query.sql, statement);
+      const values = query.parameters.map((value, i) => this.serialize(value, statement.paramTypes[i]));
+      const { messages } = await this.pglite.execProtocol(
+        concat([serialize.bind({ statement: statement.name, values }), serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()]),
+      );
+      const [result] = parseResults(messages, this.pglite.parsers, { rowMode: 'object' });
+      return {
+        rows: (result?.rows ?? []) as R[],
+        numAffectedRows: result?.affectedRows === undefined ? undefined : BigInt(result.affectedRows),
+      };
+    });
   }
+
+  private async prepare(text: string) {
+    const name = `k${++this.nextStatement}`;
+    const { messages } = await this.pglite.execProtocol(concat([serialize.parse({ name, text }), serialize.describe({ type: 'S', name }), serialize.sync()]));
+    const statement = { name, paramTypes: parseDescribeStatementResults(messages) };
+    if (this.statements.size >= MAX_PREPARED_STATEMENTS) {
+      const [oldestText, oldest] = this.statements.entries().next().value!;
+      this.statements.delete(oldestText);
+      await this.pglite.execProtocol(concat([serialize.close({ type: 'S', name: oldest.name }), serialize.sync()]));
+    }
+    this.statements.set(text, statement);
+    return statement;
+  }
+
+  /** As PGlite's query(): by the parameter's type, with its serialisers; text otherwise. */
+  private serialize(value: unknown, type: number | undefined): string | null {
+    if (value === null || value === undefined) return null;
+    const serializer = type === undefined ? undefined : this.pglite.serializers[type];
+    return serializer ? serializer(value) : String(value);
+  }
+
   // eslint-disable-next-line require-yield
   async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
     throw new Error('streaming queries are not supported on PGlite');
   }
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.byteLength;
+  }
+  return out;
 }
 
 class PGliteDriver implements Driver {
