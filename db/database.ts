@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import { connect as connectTcp, type Socket } from 'node:net';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
 import { Kysely, sql } from 'kysely';
@@ -42,10 +43,36 @@ function wrap(db: Kysely<DB>, kind: Database['kind'], listen: Database['listen']
 
 const LISTEN_RETRY_MIN_MS = 500;
 const LISTEN_RETRY_MAX_MS = 30_000;
+const CONNECT_TIMEOUT_MS = 30_000;
+
+/**
+ * postgres.js's sockets leave Nagle's algorithm on, so a statement written in more than one TCP segment (a chat
+ * turn with its sources, a batch of chunks, on a real network) can wait for the server's delayed ACK, up to
+ * 40 ms; libpq sets TCP_NODELAY, and so do these. postgres.js takes a custom socket already connected; several
+ * hosts are tried in turn.
+ */
+function noDelaySocket() {
+  let next = 0;
+  return (options: { host: string[]; port: number[]; path?: string }): Promise<Socket> =>
+    new Promise((resolve, reject) => {
+      const index = next++ % Math.max(1, options.host.length);
+      const socket = options.path
+        ? connectTcp({ path: options.path })
+        : connectTcp({ host: options.host[index], port: options.port[index] ?? options.port[0] ?? 5432, noDelay: true });
+      socket.setTimeout(CONNECT_TIMEOUT_MS, () => socket.destroy(new Error(`could not connect to PostgreSQL within ${CONNECT_TIMEOUT_MS} ms`)));
+      socket.once('error', reject);
+      socket.once('connect', () => {
+        socket.setTimeout(0);
+        socket.off('error', reject);
+        resolve(socket);
+      });
+    });
+}
 
 /** PostgreSQL through postgres.js (production and the second CI pass). */
 export function openPostgres(url: string, maxConnections = 10): Database {
-  const client = postgres(url, { max: maxConnections, onnotice: () => {} });
+  // `socket` is a documented postgres.js option that its type declarations lack.
+  const client = postgres(url, { max: maxConnections, onnotice: () => {}, socket: noDelaySocket() } as postgres.Options<Record<string, never>>);
   return wrap(new Kysely<DB>({ dialect: new PostgresJSDialect({ postgres: client }) }), 'postgres', (channel, listener) => listenPostgres(url, channel, listener));
 }
 
@@ -58,8 +85,9 @@ async function listenPostgres(url: string, channel: string, listener: ChangeList
   let stopped = false;
   let retry: NodeJS.Timeout | undefined;
   let delay = LISTEN_RETRY_MIN_MS;
-  // `onnotify` is the option postgres.js's own listen() is built on; it is missing from its type declarations.
+  // `onnotify` is the option postgres.js's own listen() is built on; it and `socket` are missing from its types.
   const options = {
+    socket: noDelaySocket(),
     max: 1,
     max_lifetime: null,
     fetch_types: false,
@@ -102,6 +130,9 @@ async function listenPostgres(url: string, channel: string, listener: ChangeList
 export async function openPGlite(options: { dataDir?: string; loadDataDir?: Blob }): Promise<Database> {
   if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
   const pglite = await PGlite.create({ dataDir: options.dataDir, loadDataDir: options.loadDataDir, extensions: { vector } });
+  // The dialect runs named prepared statements; a generic plan (chosen by PostgreSQL after five runs) made the
+  // knowledge-base retrieval queries ten times slower. Custom plans keep the planning per call, as before.
+  await pglite.exec('set plan_cache_mode = force_custom_plan');
   const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) });
   // One in-process connection: notifications arrive before the notifying statement's result, and are never lost.
   // LISTEN and UNLISTEN go through the dialect's lock, so they never land inside another caller's transaction.

@@ -1,0 +1,74 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openPGlite, type Database } from './database.ts';
+
+/** The dialect runs named prepared statements over PGlite's wire protocol; it must behave as PGlite's query(). */
+let database: Database;
+
+beforeAll(async () => {
+  database = await openPGlite({});
+  await sql`create table t (id int primary key, body jsonb, at timestamptz, bytes bytea, tags text[], flag boolean, n numeric, big bigint)`.execute(database.db);
+}, 60_000);
+
+afterAll(async () => {
+  await database?.close();
+});
+
+describe('PGlite dialect', () => {
+  it('sends and returns values exactly as PGlite query() does', async () => {
+    const at = new Date('2026-11-22T01:02:03.456Z');
+    const row = { id: 1, body: JSON.stringify({ a: [1, 'two'], b: null }), at, bytes: Buffer.from([0, 1, 254, 255]), tags: ['x', 'y z', 'quote"d'], flag: true, n: '12.50', big: '9007199254740993' };
+    await sql`insert into t values (${row.id}, ${row.body}, ${row.at}, ${row.bytes}, ${row.tags}, ${row.flag}, ${row.n}, ${row.big})`.execute(database.db);
+    const ours = (await sql<Record<string, unknown>>`select * from t where id = ${1}`.execute(database.db)).rows[0];
+    const theirs = (await database.pglite!.query<Record<string, unknown>>('select * from t where id = $1', [1])).rows[0];
+    expect(ours).toEqual(theirs);
+    expect(ours).toMatchObject({ id: 1, body: { a: [1, 'two'], b: null }, at, tags: row.tags, flag: true });
+    expect(Buffer.from(ours!.bytes as Uint8Array)).toEqual(row.bytes);
+  });
+
+  it('reports affected rows, and nulls round-trip', async () => {
+    await sql`insert into t (id) values (${2}), (${3})`.execute(database.db);
+    const updated = await database.db.updateTable('t' as never).set({ flag: null } as never).where('id' as never, 'in', [2, 3] as never).executeTakeFirst();
+    expect(Number(updated.numUpdatedRows)).toBe(2);
+    const rows = (await sql<{ flag: boolean | null }>`select flag from t where id = any(${[2, 3]}::int[])`.execute(database.db)).rows;
+    expect(rows).toEqual([{ flag: null }, { flag: null }]);
+  });
+
+  it('keeps working after errors: a failed statement is not cached and leaves the session usable', async () => {
+    await expect(sql`insert into t (id) values (${1})`.execute(database.db)).rejects.toMatchObject({ code: '23505' });
+    await expect(sql`selec nonsense`.execute(database.db)).rejects.toMatchObject({ code: '42601' });
+    await expect(sql`selec nonsense`.execute(database.db)).rejects.toMatchObject({ code: '42601' });
+    await expect(
+      database.db.transaction().execute(async (trx) => {
+        await sql`insert into t (id) values (${10})`.execute(trx);
+        await sql`insert into t (id) values (${10})`.execute(trx);
+      }),
+    ).rejects.toMatchObject({ code: '23505' });
+    const left = await sql<{ n: number }>`select count(*)::int as n from t where id = ${10}`.execute(database.db);
+    expect(left.rows[0]!.n).toBe(0);
+  });
+
+  it('closes the least recently used statements beyond its bound and prepares them again when needed', async () => {
+    for (let i = 0; i < 300; i++) {
+      const { rows } = await sql<{ v: number }>`select ${i}::int + ${sql.lit(i)} as v`.execute(database.db);
+      expect(rows[0]!.v).toBe(2 * i);
+    }
+    const { rows } = await sql<{ v: number }>`select ${5}::int + ${sql.lit(5)} as v`.execute(database.db);
+    expect(rows[0]!.v).toBe(10);
+    const prepared = await sql<{ n: number }>`select count(*)::int as n from pg_prepared_statements`.execute(database.db);
+    expect(prepared.rows[0]!.n).toBeLessThanOrEqual(256);
+  });
+
+  it('delivers notifications raised by its statements', async () => {
+    const seen: string[] = [];
+    const stop = await database.listen('dialect_test', { onNotify: () => seen.push('notified'), onListening: () => seen.push('listening'), onLost: () => seen.push('lost') });
+    await sql`select pg_notify('dialect_test', 'x')`.execute(database.db);
+    expect(seen).toEqual(['listening', 'notified']);
+    await stop();
+  });
+
+  it('plans every run for its parameters (a generic plan made retrieval queries ten times slower)', async () => {
+    const { rows } = await sql<{ plan_cache_mode: string }>`show plan_cache_mode`.execute(database.db);
+    expect(rows[0]!.plan_cache_mode).toBe('force_custom_plan');
+  });
+});
