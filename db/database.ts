@@ -130,9 +130,6 @@ async function listenPostgres(url: string, channel: string, listener: ChangeList
 export async function openPGlite(options: { dataDir?: string; loadDataDir?: Blob }): Promise<Database> {
   if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
   const pglite = await PGlite.create({ dataDir: options.dataDir, loadDataDir: options.loadDataDir, extensions: { vector } });
-  // The dialect runs named prepared statements; a generic plan (chosen by PostgreSQL after five runs) made the
-  // knowledge-base retrieval queries ten times slower. Custom plans keep the planning per call, as before.
-  await pglite.exec('set plan_cache_mode = force_custom_plan');
   const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) });
   // One in-process connection: notifications arrive before the notifying statement's result, and are never lost.
   // LISTEN and UNLISTEN go through the dialect's lock, so they never land inside another caller's transaction.

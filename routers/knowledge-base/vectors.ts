@@ -73,10 +73,13 @@ export async function searchVectors(
   params: { configId: string; version: number; contentVersion: number; query: Float32Array; limit: number },
 ): Promise<Array<{ chunkId: string; similarity: number }>> {
   if (mode === 'pgvector') {
+    // The query vector is a parameter of type vector, converted once at bind time: a cast in the statement is
+    // evaluated per row by a generic plan (a prepared statement's plan after five runs), ten times slower.
     const { rows } = await sql<{ chunk_id: string; similarity: number }>`
-      select chunk_id, 1 - (vec <=> cast(${vectorLiteral(params.query)}::text as vector)) as similarity
-      from kb_vectors where config_id = ${params.configId} and version = ${params.version}
-      order by vec <=> cast(${vectorLiteral(params.query)}::text as vector), chunk_id
+      with q as (select ${vectorLiteral(params.query)}::vector as v)
+      select chunk_id, 1 - (vec <=> q.v) as similarity
+      from kb_vectors, q where config_id = ${params.configId} and version = ${params.version}
+      order by vec <=> q.v, chunk_id
       limit ${params.limit}`.execute(db);
     return rows.map((r) => ({ chunkId: r.chunk_id, similarity: Number(r.similarity) }));
   }
