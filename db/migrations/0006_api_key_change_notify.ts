@@ -5,8 +5,8 @@ export const API_KEY_CHANGES_CHANNEL = 'api_key_changes';
 
 /**
  * Changes that can make a cached API-key lookup wrong (a key deactivated or deleted, its interface's slug,
- * knowledge base or endpoint changed, the interface deleted, cascades included) notify every instance, on
- * commit. Updates of other columns (last_used_at, names, avatars) do not, so they never empty the caches.
+ * knowledge base or endpoint changed, the interface deleted, cascades and TRUNCATE included) notify every
+ * instance, on commit. Updates of other columns (last_used_at, names, avatars) do not, so they never empty the caches.
  * Duplicate notifications within one transaction are folded by PostgreSQL.
  */
 export async function up(db: Kysely<any>) {
@@ -30,10 +30,20 @@ export async function up(db: Kysely<any>) {
           or old.endpoint_api_key_enc is distinct from new.endpoint_api_key_enc)
     execute function notify_api_key_change()`.execute(db);
   await sql`create trigger chat_interfaces_deleted after delete on chat_interfaces for each row execute function notify_api_key_change()`.execute(db);
+  for (const table of ['api_keys', 'chat_interfaces']) {
+    await sql`create trigger ${sql.raw(`${table}_truncated`)} after truncate on ${sql.raw(table)} for each statement execute function notify_api_key_change()`.execute(db);
+  }
 }
 
 export async function down(db: Kysely<any>) {
-  for (const [trigger, table] of [['api_keys_changed', 'api_keys'], ['api_keys_deleted', 'api_keys'], ['chat_interfaces_changed', 'chat_interfaces'], ['chat_interfaces_deleted', 'chat_interfaces']]) {
+  for (const [trigger, table] of [
+    ['api_keys_changed', 'api_keys'],
+    ['api_keys_deleted', 'api_keys'],
+    ['api_keys_truncated', 'api_keys'],
+    ['chat_interfaces_changed', 'chat_interfaces'],
+    ['chat_interfaces_deleted', 'chat_interfaces'],
+    ['chat_interfaces_truncated', 'chat_interfaces'],
+  ]) {
     await sql`drop trigger if exists ${sql.raw(trigger!)} on ${sql.raw(table!)}`.execute(db);
   }
   await sql`drop function if exists notify_api_key_change()`.execute(db);

@@ -112,6 +112,14 @@ describe('API-key cache', () => {
     await eventually(async () => (await chat(peer, iface.slug, iface.key)).status === 401, 'the peer refuses the deleted key');
   });
 
+  it('keys emptied out with TRUNCATE are refused on the next request', async () => {
+    const iface = await makeInterface(origins[0]!);
+    expect((await chat(app, iface.slug, iface.key)).status).toBe(200);
+    await sql`truncate api_keys`.execute(app.deps.database.db);
+    if (onPostgres) await eventually(async () => (await chat(app, iface.slug, iface.key)).status === 401, 'the key is refused');
+    else expect((await chat(app, iface.slug, iface.key)).status).toBe(401);
+  });
+
   it.runIf(onPostgres)('a lost listening connection is noticed and replaced; changes are seen again afterwards', async () => {
     const db = app.deps.database.db;
     const listeners = async () =>
