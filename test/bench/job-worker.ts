@@ -3,9 +3,10 @@ import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /**
- * A benchmark's load generator in a child process (so it never competes with the measured service for the
- * event loop): the parent forks a module under the tsx loader and sends it jobs over IPC; the child runs them
- * one at a time with `serveJobs`. Used by load.ts and chat-bench.ts.
+ * A benchmark's helper process (a load generator, a webhook receiver, an upstream mock), so that it never
+ * competes with the measured service for the event loop: the parent forks a module under the tsx loader and
+ * sends it jobs over IPC; the child runs them one at a time with `serveJobs`. Used by load.ts, chat-bench.ts,
+ * webhooks-bench.ts and provider-mock-process.ts.
  */
 export interface JobWorker<J, R> {
   run(job: J): Promise<R>;
@@ -35,12 +36,12 @@ export function forkJobWorker<J, R>(moduleUrl: string, env: Record<string, strin
     pending.delete(message.id);
     clearTimeout(entry.timer);
     if (message.result !== undefined) entry.resolve(message.result);
-    else entry.reject(new Error(`load generator: ${message.error ?? 'no result'}`));
+    else entry.reject(new Error(`bench worker: ${message.error ?? 'no result'}`));
   });
   child.once('exit', (code, signal) => {
     for (const entry of pending.values()) {
       clearTimeout(entry.timer);
-      entry.reject(new Error(`load generator exited (code ${code}, signal ${signal})`));
+      entry.reject(new Error(`bench worker exited (code ${code}, signal ${signal})`));
     }
     pending.clear();
   });
@@ -51,7 +52,7 @@ export function forkJobWorker<J, R>(moduleUrl: string, env: Record<string, strin
         const timer = setTimeout(() => {
           pending.delete(id);
           child.kill('SIGKILL');
-          reject(new Error('load generator did not answer in time; killed it'));
+          reject(new Error('bench worker did not answer in time; killed it'));
         }, boundMs(job));
         pending.set(id, { resolve, reject, timer });
         child.send({ id, job } satisfies ToChild<J>);

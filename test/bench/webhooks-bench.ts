@@ -73,15 +73,13 @@
  *   BENCH_TIMEOUT_S            hard bound on the whole run, default 300 (60..3600): then it cleans up and exits 1
  *   DATABASE_URL               optional postgres:// URL of a server on which a scratch database is created and dropped
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { monitorEventLoopDelay, performance as nodePerformance } from 'node:perf_hooks';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { BenchService } from './bench-kit.ts';
+import { forkJobWorker, serveJobs } from './job-worker.ts';
 
 const DRIVER_ENV = 'BENCH_WEBHOOKS_DRIVER';
 
@@ -123,7 +121,6 @@ interface Change {
 type RunMode = 'api-only' | 'e2e' | 'burst';
 
 interface RunJob {
-  id: number;
   cmd: 'run';
   mode: RunMode;
   origin: string;
@@ -154,12 +151,13 @@ interface RunResult {
   connections: number;
 }
 
-type DriverReply = { id: number; result?: RunResult; error?: string } | { ready: true; port: number; path: string };
+/** The first job starts the receiver and answers where it listens; then one `run` job per window. */
+type DriverJob = { cmd: 'start' } | RunJob;
+type DriverResult = { port: number; path: string } | RunResult;
 
-async function driverMain() {
+async function startDriver() {
   const kit = await import('./bench-kit.ts');
   const { Webhook } = await import('standardwebhooks');
-  const send = process.send!.bind(process);
 
   // ---- the receiver ----
   let arrivals: Arrival[] = [];
@@ -283,10 +281,16 @@ async function driverMain() {
     return { changes, arrivals, duplicates, malformed, foreign, verified: v.verified, verifyFailures: v.failures, firstVerifyError: v.firstError, connections };
   };
 
-  let queue = Promise.resolve();
-  process.on('message', (m: RunJob) => {
-    queue = queue.then(async () => {
-      // A new window: what arrives from now on belongs to it.
+  process.on('disconnect', () => {
+    server.closeAllConnections();
+    server.close();
+    kit.benchAgent.destroy();
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    path,
+    /** One window at a time (serveJobs runs jobs in turn): what arrives from now on belongs to it. */
+    runWindow(job: RunJob) {
       arrivals = [];
       byDataId = new Map();
       raw = [];
@@ -296,19 +300,9 @@ async function driverMain() {
       connections = 0;
       waiters.clear();
       countWaiter = undefined;
-      try {
-        send({ id: m.id, result: await run(m) } satisfies DriverReply);
-      } catch (error) {
-        send({ id: m.id, error: error instanceof Error ? error.message : String(error) } satisfies DriverReply);
-      }
-    });
-  });
-  process.on('disconnect', () => {
-    server.closeAllConnections();
-    server.close();
-    kit.benchAgent.destroy();
-  });
-  send({ ready: true, port: (server.address() as AddressInfo).port, path } satisfies DriverReply);
+      return run(job);
+    },
+  };
 }
 
 // =====================================================================================================
@@ -317,75 +311,20 @@ async function driverMain() {
 
 interface Driver {
   ready: Promise<{ port: number; path: string }>;
-  run(job: Omit<RunJob, 'id' | 'cmd'>): Promise<RunResult>;
+  run(job: Omit<RunJob, 'cmd'>): Promise<RunResult>;
   close(): Promise<void>;
 }
 
-/** Forks this file as the driver (tsx loader, as load.ts does); stdout stays reserved for the JSON lines. */
+/** Forks this file as the driver (job-worker.ts); stdout stays reserved for the JSON lines. */
 function forkDriver(): Driver {
-  const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-  const child: ChildProcess = fork(fileURLToPath(import.meta.url), [], {
-    execPath: process.execPath,
-    execArgv: ['--import', tsxLoader],
-    env: { ...process.env, [DRIVER_ENV]: '1' },
-    stdio: ['ignore', 2, 2, 'ipc'],
-    serialization: 'advanced',
-  });
-  let nextId = 0;
-  const pending = new Map<number, { resolve(r: RunResult): void; reject(e: Error): void; timer: NodeJS.Timeout }>();
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  let readyResolve!: (r: { port: number; path: string }) => void;
-  let readyReject!: (e: Error) => void;
-  const ready = new Promise<{ port: number; path: string }>((resolve, reject) => {
-    readyResolve = resolve;
-    readyReject = reject;
-  });
-  const readyTimer = setTimeout(() => readyReject(new Error('the driver did not start in 60 s')), 60_000);
-  child.on('message', (m: DriverReply) => {
-    if ('ready' in m) {
-      clearTimeout(readyTimer);
-      readyResolve({ port: m.port, path: m.path });
-      return;
-    }
-    const entry = pending.get(m.id);
-    if (!entry) return;
-    pending.delete(m.id);
-    clearTimeout(entry.timer);
-    if (m.result) entry.resolve(m.result);
-    else entry.reject(new Error(`driver: ${m.error ?? 'no result'}`));
-  });
-  child.once('exit', (code, signal) => {
-    clearTimeout(readyTimer);
-    const error = new Error(`the driver exited (code ${code}, signal ${signal})`);
-    readyReject(error);
-    for (const entry of pending.values()) {
-      clearTimeout(entry.timer);
-      entry.reject(error);
-    }
-    pending.clear();
-  });
+  // The driver bounds its own run by job.timeoutMs; these bounds only catch a driver that stopped answering.
+  const worker = forkJobWorker<DriverJob, DriverResult>(import.meta.url, { [DRIVER_ENV]: '1' }, (job) =>
+    job.cmd === 'start' ? 60_000 : job.timeoutMs + job.settleMs + 30_000,
+  );
   return {
-    ready,
-    run(job) {
-      const id = ++nextId;
-      return new Promise<RunResult>((resolve, reject) => {
-        // The driver bounds its own run by job.timeoutMs; this only catches a driver that stopped answering.
-        const timer = setTimeout(() => {
-          pending.delete(id);
-          child.kill('SIGKILL');
-          reject(new Error('the driver did not answer in time; killed it'));
-        }, job.timeoutMs + job.settleMs + 30_000);
-        pending.set(id, { resolve, reject, timer });
-        child.send({ ...job, id, cmd: 'run' } satisfies RunJob);
-      });
-    },
-    async close() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      if (child.connected) child.disconnect();
-      const killer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-      await exited;
-      clearTimeout(killer);
-    },
+    ready: worker.run({ cmd: 'start' }) as Promise<{ port: number; path: string }>,
+    run: async (job) => (await worker.run({ ...job, cmd: 'run' })) as RunResult,
+    close: () => worker.close(),
   };
 }
 
@@ -848,5 +787,12 @@ async function main() {
   }
 }
 
-if (process.env[DRIVER_ENV] === '1' && typeof process.send === 'function') await driverMain();
+if (process.env[DRIVER_ENV] === '1' && typeof process.send === 'function') {
+  // Registered at once, so no job sent while the driver starts is missed; each waits for the start.
+  const driver = startDriver();
+  serveJobs<DriverJob, DriverResult>(async (job) => {
+    const d = await driver;
+    return job.cmd === 'start' ? { port: d.port, path: d.path } : d.runWindow(job);
+  });
+}
 else await main();
