@@ -112,6 +112,32 @@ describe('API-key cache', () => {
     await eventually(async () => (await chat(peer, iface.slug, iface.key)).status === 401, 'the peer refuses the deleted key');
   });
 
+  it('the changes that empty the cache need the owner: 401 without a session, 400 on bad input, 404 for another owner', async () => {
+    const iface = await makeInterface(origins[0]!);
+    const other = await app.signUp('key-cache-other');
+    const ops: Array<[string, string, Record<string, unknown> | undefined]> = [
+      ['PATCH', `/api/v1/api-keys/${iface.keyId}`, { active: false }],
+      ['DELETE', `/api/v1/api-keys/${iface.keyId}`, undefined],
+      ['PATCH', `/api/v1/chat-interfaces/${iface.id}`, { endpointUrl: origins[1] }],
+      ['DELETE', `/api/v1/chat-interfaces/${iface.id}`, undefined],
+    ];
+    for (const [method, path, body] of ops) {
+      const anonymous = await app.request(method, path, { body });
+      expect(anonymous.status, `${method} ${path}`).toBe(401);
+      expect(anonymous.body.error.code).toBe('UNAUTHORIZED');
+      expect((await app.request(method, path, { body, token: 'svc_not-a-real-key' })).status, `${method} ${path}`).toBe(401);
+      expect((await app.request(method, path, { body, token: other.token })).status, `${method} ${path}`).toBe(404);
+    }
+    const badKey = await app.request('PATCH', `/api/v1/api-keys/${iface.keyId}`, { token: owner.token, body: { active: 'no' } });
+    expect(badKey.status).toBe(400);
+    expect(badKey.body.error.details).toContain('active');
+    const badInterface = await app.request('PATCH', `/api/v1/chat-interfaces/${iface.id}`, { token: owner.token, body: { slug: 'NO SPACES' } });
+    expect(badInterface.status).toBe(400);
+    expect(badInterface.body.error.details).toContain('slug');
+    // None of the refused calls changed anything: the key still answers.
+    expect((await chat(app, iface.slug, iface.key)).body.message).toBe('answered by first');
+  });
+
   it('keys emptied out with TRUNCATE are refused on the next request', async () => {
     const iface = await makeInterface(origins[0]!);
     expect((await chat(app, iface.slug, iface.key)).status).toBe(200);
