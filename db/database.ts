@@ -73,7 +73,9 @@ function noDelaySocket() {
 export function openPostgres(url: string, maxConnections = 10): Database {
   // `socket` is a documented postgres.js option that its type declarations lack.
   const client = postgres(url, { max: maxConnections, onnotice: () => {}, socket: noDelaySocket() } as postgres.Options<Record<string, never>>);
-  return wrap(new Kysely<DB>({ dialect: new PostgresJSDialect({ postgres: client }) }), 'postgres', (channel, listener) => listenPostgres(url, channel, listener));
+  return wrap(new Kysely<DB>({ dialect: new PostgresJSDialect({ postgres: client }) }), 'postgres', (channel, listener) =>
+    listenPostgres(url, channel, listener),
+  );
 }
 
 /**

@@ -5,6 +5,11 @@ import * as chat from './migrations/0003_chat.ts';
 import * as webhooks from './migrations/0004_webhooks.ts';
 import * as hotPathFunctions from './migrations/0005_hot_path_functions.ts';
 import * as apiKeyChangeNotify from './migrations/0006_api_key_change_notify.ts';
+import * as visitors from './migrations/0007_visitors.ts';
+import * as usage from './migrations/0008_usage.ts';
+import * as billing from './migrations/0009_billing.ts';
+import * as domains from './migrations/0010_domains.ts';
+import * as certificates from './migrations/0011_certificates.ts';
 
 /** Migrations are listed in code (not read from a folder) so they run the same under tsx, tests and bundlers. */
 const migrations: Record<string, Migration> = {
@@ -14,6 +19,11 @@ const migrations: Record<string, Migration> = {
   '0004_webhooks': webhooks,
   '0005_hot_path_functions': hotPathFunctions,
   '0006_api_key_change_notify': apiKeyChangeNotify,
+  '0007_visitors': visitors,
+  '0008_usage': usage,
+  '0009_billing': billing,
+  '0010_domains': domains,
+  '0011_certificates': certificates,
 };
 
 /** Runs pending migrations. Kysely's migrator holds a Postgres advisory lock, so concurrent instances are safe. */

@@ -7,7 +7,9 @@ let database: Database;
 
 beforeAll(async () => {
   database = await openPGlite({});
-  await sql`create table t (id int primary key, body jsonb, at timestamptz, bytes bytea, tags text[], flag boolean, n numeric, big bigint)`.execute(database.db);
+  await sql`create table t (id int primary key, body jsonb, at timestamptz, bytes bytea, tags text[], flag boolean, n numeric, big bigint)`.execute(
+    database.db,
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -17,7 +19,16 @@ afterAll(async () => {
 describe('PGlite dialect', () => {
   it('sends and returns values exactly as PGlite query() does', async () => {
     const at = new Date('2026-11-22T01:02:03.456Z');
-    const row = { id: 1, body: JSON.stringify({ a: [1, 'two'], b: null }), at, bytes: Buffer.from([0, 1, 254, 255]), tags: ['x', 'y z', 'quote"d'], flag: true, n: '12.50', big: '9007199254740993' };
+    const row = {
+      id: 1,
+      body: JSON.stringify({ a: [1, 'two'], b: null }),
+      at,
+      bytes: Buffer.from([0, 1, 254, 255]),
+      tags: ['x', 'y z', 'quote"d'],
+      flag: true,
+      n: '12.50',
+      big: '9007199254740993',
+    };
     await sql`insert into t values (${row.id}, ${row.body}, ${row.at}, ${row.bytes}, ${row.tags}, ${row.flag}, ${row.n}, ${row.big})`.execute(database.db);
     const ours = (await sql<Record<string, unknown>>`select * from t where id = ${1}`.execute(database.db)).rows[0];
     const theirs = (await database.pglite!.query<Record<string, unknown>>('select * from t where id = $1', [1])).rows[0];
@@ -28,7 +39,11 @@ describe('PGlite dialect', () => {
 
   it('reports affected rows, and nulls round-trip', async () => {
     await sql`insert into t (id) values (${2}), (${3})`.execute(database.db);
-    const updated = await database.db.updateTable('t' as never).set({ flag: null } as never).where('id' as never, 'in', [2, 3] as never).executeTakeFirst();
+    const updated = await database.db
+      .updateTable('t' as never)
+      .set({ flag: null } as never)
+      .where('id' as never, 'in', [2, 3] as never)
+      .executeTakeFirst();
     expect(Number(updated.numUpdatedRows)).toBe(2);
     const rows = (await sql<{ flag: boolean | null }>`select flag from t where id = any(${[2, 3]}::int[])`.execute(database.db)).rows;
     expect(rows).toEqual([{ flag: null }, { flag: null }]);
@@ -61,7 +76,11 @@ describe('PGlite dialect', () => {
 
   it('delivers notifications raised by its statements', async () => {
     const seen: string[] = [];
-    const stop = await database.listen('dialect_test', { onNotify: () => seen.push('notified'), onListening: () => seen.push('listening'), onLost: () => seen.push('lost') });
+    const stop = await database.listen('dialect_test', {
+      onNotify: () => seen.push('notified'),
+      onListening: () => seen.push('listening'),
+      onLost: () => seen.push('lost'),
+    });
     await sql`select pg_notify('dialect_test', 'x')`.execute(database.db);
     expect(seen).toEqual(['listening', 'notified']);
     await stop();

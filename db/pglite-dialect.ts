@@ -90,6 +90,7 @@ class PGliteConnection implements DatabaseConnection {
   }
 
   // eslint-disable-next-line require-yield
+  // biome-ignore lint/correctness/useYield: Kysely's driver interface requires a generator; PGlite cannot stream.
   async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
     throw new Error('streaming queries are not supported on PGlite');
   }

@@ -31,13 +31,17 @@ export interface ChatInterfacesTable {
   config_id: string | null;
   endpoint_url: string | null;
   endpoint_type: string | null;
-  /** AES-256-GCM ciphertext of the upstream API key (see server/secrets.ts). */
+  /** AES-256-GCM ciphertext of the upstream API key (see adapters/outbound/secrets.ts). */
   endpoint_api_key_enc: string | null;
   welcome_message: string | null;
   primary_color: string | null;
   placeholder: string | null;
   avatar_webp: Uint8Array | null;
   avatar_version: Generated<number>;
+  /** Open to anonymous visitors (the hosted page and the widget). */
+  public: Generated<boolean>;
+  /** Origins (scheme://host[:port]) allowed to frame the hosted page; enforced with CSP frame-ancestors. */
+  allowed_origins: Generated<string[]>;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }
@@ -181,8 +185,105 @@ export interface ChatSessionsTable {
   id: string;
   chat_interface_id: string;
   owner_id: string;
+  /** The anonymous visitor whose conversation this is (hosted page, widget); null for API-key sessions. */
+  visitor_id: Generated<string | null>;
   created_at: CreatedAt;
   last_message_at: Date;
+}
+
+export interface VisitorsTable {
+  id: string;
+  chat_interface_id: string;
+  owner_id: string;
+  resume_hash: string;
+  created_at: CreatedAt;
+  last_seen_at: Generated<Date>;
+}
+
+export interface UsagePeriodsTable {
+  owner_id: string;
+  /** The first day of the calendar month (UTC) the counts belong to. */
+  period_start: ColumnType<Date, string, string>;
+  messages: ColumnType<string, number | undefined, never>;
+  queries: ColumnType<string, number | undefined, never>;
+  tokens_in: ColumnType<string, number | undefined, never>;
+  tokens_out: ColumnType<string, number | undefined, never>;
+}
+
+export interface DomainsTable {
+  id: string;
+  owner_id: string;
+  hostname: string;
+  chat_interface_id: string | null;
+  status: Generated<'pending_verification' | 'verified' | 'active' | 'inactive'>;
+  status_reason: string | null;
+  verification_token: string;
+  verified_at: Date | null;
+  activated_at: Date | null;
+  last_dns: unknown;
+  dns_checked_at: Date | null;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface DomainCertificatesTable {
+  domain_id: string;
+  hostname: string;
+  status: 'pending' | 'issued' | 'renewing' | 'failed';
+  reason: string | null;
+  cert_pem: string | null;
+  key_enc: string | null;
+  not_before: Date | null;
+  not_after: Date | null;
+  issuer: string | null;
+  updated_at: Generated<Date>;
+}
+
+export interface AcmeChallengesTable {
+  token: string;
+  key_authorization: string;
+  created_at: Generated<Date>;
+}
+
+export interface AcmeAccountsTable {
+  directory_url: string;
+  key_enc: string;
+  account_url: string | null;
+}
+
+export interface BillingAccountsTable {
+  owner_id: string;
+  stripe_customer_id: string | null;
+  stripe_subscription_id: string | null;
+  subscription_plan: 'premium' | 'enterprise' | null;
+  subscription_status: string | null;
+  billing_interval: 'month' | 'year' | null;
+  current_period_start: Date | null;
+  current_period_end: Date | null;
+  cancel_at_period_end: Generated<boolean>;
+  subscription_trial_end: Date | null;
+  trial_plan: 'premium' | 'enterprise' | null;
+  trial_started_at: Date | null;
+  trial_end: Date | null;
+  trial_expired_at: Date | null;
+  updated_at: Generated<Date>;
+}
+
+export interface BillingEventsTable {
+  id: string;
+  type: string;
+  owner_id: string | null;
+  received_at: Generated<Date>;
+}
+
+export interface LeadsTable {
+  id: string;
+  owner_id: string;
+  chat_interface_id: string;
+  visitor_id: string | null;
+  session_id: string | null;
+  fields: Record<string, string>;
+  created_at: CreatedAt;
 }
 
 export interface ChatMessagesTable {
@@ -252,6 +353,15 @@ export interface DB {
   webhook_events: WebhookEventsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   chat_sessions: ChatSessionsTable;
+  visitors: VisitorsTable;
+  leads: LeadsTable;
+  usage_periods: UsagePeriodsTable;
+  billing_accounts: BillingAccountsTable;
+  billing_events: BillingEventsTable;
+  domains: DomainsTable;
+  domain_certificates: DomainCertificatesTable;
+  acme_challenges: AcmeChallengesTable;
+  acme_accounts: AcmeAccountsTable;
   chat_messages: ChatMessagesTable;
   jobs: JobsTable;
   kb_configs: KbConfigsTable;

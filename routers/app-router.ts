@@ -2,6 +2,10 @@ import { router } from './trpc.ts';
 import { adminRouter } from './admin/router.ts';
 import { apiKeysRouter } from './api-keys/router.ts';
 import { authRouter } from './auth/router.ts';
+import { billingRouter } from './billing/router.ts';
+import { billingAdminRouter } from './billing/admin-router.ts';
+import { domainsRouter } from './domains/router.ts';
+import { domainsAdminRouter } from './domains/admin-router.ts';
 import { cacheRouter } from './cache/router.ts';
 import { chatRouter } from './chat/router.ts';
 import { chatInterfacesRouter } from './chat-interfaces/router.ts';
@@ -9,13 +13,19 @@ import { debugRouter } from './debug/router.ts';
 import { errorTrackingRouter } from './error-tracking/router.ts';
 import { healthRouter } from './health/router.ts';
 import { knowledgeBaseRouter } from './knowledge-base/router.ts';
+import { leadsRouter } from './leads/router.ts';
 import { translationsRouter } from './translations/router.ts';
 import { userRouter } from './user/router.ts';
+import { visitorsRouter } from './visitors/router.ts';
 import { webhooksRouter } from './webhooks/router.ts';
 
 /** Every area is one router folder; adding an area is one line here. */
 export const appRouter = router({
   auth: authRouter,
+  billing: billingRouter,
+  billingAdmin: billingAdminRouter,
+  domains: domainsRouter,
+  domainsAdmin: domainsAdminRouter,
   admin: adminRouter,
   apiKeys: apiKeysRouter,
   chatInterfaces: chatInterfacesRouter,
@@ -25,8 +35,10 @@ export const appRouter = router({
   errorTracking: errorTrackingRouter,
   health: healthRouter,
   knowledgeBase: knowledgeBaseRouter,
+  leads: leadsRouter,
   translations: translationsRouter,
   user: userRouter,
+  visitors: visitorsRouter,
   webhooks: webhooksRouter,
 });
 

@@ -1,16 +1,21 @@
 import type { Lucia } from 'lucia';
-import type { Config } from '../server/config.ts';
-import type { SecretBox } from '../server/secrets.ts';
-import type { RateLimiter } from '../server/rate-limit/rate-limiter.ts';
+import type { Config } from '../schema/config.ts';
+import type { SecretBox } from '../adapters/outbound/secrets.ts';
+import type { RateLimiter } from '../adapters/outbound/rate-limit/rate-limiter.ts';
 import type { Database } from '../db/database.ts';
-import type { Logger } from '../server/logger.ts';
-import type { ErrorReporter } from '../server/error-reporting.ts';
-import type { GuardedHttpClient } from '../adapters/http/guarded-client.ts';
-import type { Caller } from './auth/caller.ts';
-import type { BlobStore } from '../adapters/blobs/blob-store.ts';
-import type { JobQueue } from '../server/jobs/queue.ts';
+import type { Logger } from '../adapters/outbound/logger.ts';
+import type { ErrorReporter } from '../adapters/outbound/error-reporting.ts';
+import type { GuardedHttpClient } from '../adapters/outbound/http/guarded-client.ts';
+import type { Caller } from './auth/principal.ts';
+import type { BlobStore } from '../adapters/outbound/blobs/blob-store.ts';
+import type { JobQueue } from './jobs/queue.ts';
 import type { VectorSearchMode } from './knowledge-base/vectors.ts';
 import type { ApiKeyCache } from './api-keys/key-cache.ts';
+import type { DocumentPool } from '../adapters/outbound/workers/document-pool.ts';
+import type { Stripe } from '../adapters/outbound/billing/stripe-client.ts';
+import type { DnsLookup } from '../adapters/outbound/dns/resolver.ts';
+import type { DomainRouteCache } from './domains/routes.ts';
+import type { CertificateStore } from './domains/certificate-store.ts';
 
 /** Everything the procedures may use. Built once per process in server/app.ts; never a container. */
 export interface AppDeps {
@@ -28,6 +33,16 @@ export interface AppDeps {
   webhookJobs: JobQueue;
   vectorSearch: VectorSearchMode;
   apiKeyCache: ApiKeyCache;
+  /** Worker threads for document parsing and local embedding (CPU work kept off the request thread). */
+  documentPool: DocumentPool;
+  /** The Stripe SDK when billing is configured (STRIPE_SECRET_KEY); undefined turns payments off. */
+  stripe?: Stripe;
+  /** DNS lookups for domain checks, through DNS_SERVERS. */
+  dns: DnsLookup;
+  /** Active custom domains, per instance, for the listener and route-public. */
+  domainRoutes: DomainRouteCache;
+  /** Custom domains' certificates for the listener's SNI callback. */
+  domainCertificates: CertificateStore;
 }
 
 /** Per-request context, identical for REST, tRPC and GraphQL. */
@@ -35,6 +50,9 @@ export interface Context {
   deps: AppDeps;
   requestId: string;
   clientIp: string;
+  /** The request's `Origin` header (browsers send it on cross-origin and POST requests) and its `Host`. */
+  origin?: string;
+  host?: string;
   /** Raw `Authorization` header; resolved lazily by getCaller so public routes never touch the database. */
   authorization: string | undefined;
   /** Headers the procedures want on the response (rate-limit headers); every adapter copies them. */

@@ -2,12 +2,15 @@ import { initTRPC, TRPCError } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { AppError } from '../schema/errors.ts';
 import type { Context } from './context.ts';
-import { unauthorized, type OwnerPrincipal } from './auth/caller.ts';
+import { unauthorized } from './auth/caller.ts';
+import type { Caller, OwnerPrincipal } from './auth/principal.ts';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { clientKey } from '../server/rate-limit/client-key.ts';
+import { clientKey } from '../adapters/outbound/rate-limit/client-key.ts';
+import { findIllFormedText } from '../schema/text-input.ts';
+import { PLAN_RULES } from '../schema/plans.ts';
 
-export type AuthRule = 'public' | 'session' | 'apiKey' | 'sessionOrApiKey' | 'enterprise' | 'admin' | 'cron';
-export type RateLimitBucket = 'chat' | 'kbQuery' | 'upload' | 'default';
+export type AuthRule = 'public' | 'session' | 'apiKey' | 'sessionOrApiKey' | 'visitor' | 'enterprise' | 'admin' | 'cron' | 'billingSignature';
+export type RateLimitBucket = 'chat' | 'kbQuery' | 'upload' | 'visitorSession' | 'default';
 
 /** What a procedure declares about itself; adapters read it, nothing else decides these things. */
 export type AppMeta = OpenApiMeta<{
@@ -15,6 +18,8 @@ export type AppMeta = OpenApiMeta<{
   rateLimit?: RateLimitBucket;
   /** HTTP status of success on REST (201 for creates). */
   successStatus?: 200 | 201 | 202;
+  /** A second success status the procedure may set through ctx.response.status (same body schema), for the OpenAPI document. */
+  otherSuccess?: { status: 200 | 201 | 202; description: string };
   /** Flat REST shape (`success` beside the fields, no `data`), as the spec shows for a few operations. */
   flat?: boolean;
   /** REST body is multipart/form-data: the adapter parses it into the input (`file` + text fields), capped
@@ -22,6 +27,9 @@ export type AppMeta = OpenApiMeta<{
   multipart?: { fileField: string; maxBytes: number | 'plan' };
   /** REST answer may be Server-Sent Events: when the output is an async iterable of JSON events, it is streamed. */
   sse?: boolean;
+  /** REST body is kept as sent (for a signature over its bytes): the input is `{ payload, signature }`, the body as UTF-8
+   *  text and the value of the named header. */
+  rawBody?: { signatureHeader: string };
   /** REST answer is raw bytes: the output is `{ contentType, body: Uint8Array, cacheControl? }`. */
   rawResponse?: boolean;
 }>;
@@ -43,7 +51,13 @@ export const createCallerFactory = t.createCallerFactory;
 
 function bucketLimit(ctx: Context, bucket: RateLimitBucket): number {
   const c = ctx.deps.config;
-  return { chat: c.RATE_LIMIT_CHAT, kbQuery: c.RATE_LIMIT_KB_QUERY, upload: c.RATE_LIMIT_UPLOAD, default: c.RATE_LIMIT_DEFAULT }[bucket];
+  return {
+    chat: c.RATE_LIMIT_CHAT,
+    kbQuery: c.RATE_LIMIT_KB_QUERY,
+    upload: c.RATE_LIMIT_UPLOAD,
+    visitorSession: c.RATE_LIMIT_VISITOR_SESSIONS,
+    default: c.RATE_LIMIT_DEFAULT,
+  }[bucket];
 }
 
 /**
@@ -54,17 +68,30 @@ function bucketLimit(ctx: Context, bucket: RateLimitBucket): number {
  * Counts one call of `path` for the caller. Adapters may call it before the procedure runs (an upload is
  * limited before its body is read); the procedure's middleware then does not count the call again.
  */
+function callerKey(caller: Caller, clientIp: string) {
+  if (caller.kind === 'owner') return `o:${caller.owner.id}`;
+  if (caller.kind === 'apiKey') return `k:${caller.keyId}`;
+  if (caller.kind === 'visitor') return `v:${caller.visitorId}`;
+  return `ip:${clientKey(clientIp)}`;
+}
+
 export async function enforceRateLimit(ctx: Context, bucket: RateLimitBucket, path: string) {
   const caller = await ctx.getCaller();
-  const who = caller.kind === 'owner' ? `o:${caller.owner.id}` : caller.kind === 'apiKey' ? `k:${caller.keyId}` : `ip:${clientKey(ctx.clientIp)}`;
-  const limit = bucketLimit(ctx, bucket);
-  const decision = await ctx.deps.rateLimiter.hit(`${bucket}:${path}:${who}`, limit, ctx.deps.config.RATE_LIMIT_WINDOW_SECONDS * 1000);
+  await countHit(ctx, `${bucket}:${path}:${callerKey(caller, ctx.clientIp)}`, bucketLimit(ctx, bucket));
+}
+
+async function countHit(ctx: Context, key: string, limit: number) {
+  const decision = await ctx.deps.rateLimiter.hit(key, limit, ctx.deps.config.RATE_LIMIT_WINDOW_SECONDS * 1000);
   ctx.responseHeaders['X-RateLimit-Limit'] = String(decision.limit);
   ctx.responseHeaders['X-RateLimit-Remaining'] = String(decision.remaining);
   ctx.responseHeaders['X-RateLimit-Reset'] = String(decision.resetAt);
   if (!decision.allowed) {
     ctx.responseHeaders['Retry-After'] = String(decision.retryAfterSeconds);
-    throw new AppError('RATE_LIMITED', 'Rate limit exceeded', `Limit is ${limit} requests per ${ctx.deps.config.RATE_LIMIT_WINDOW_SECONDS} s; retry after ${decision.retryAfterSeconds} s`);
+    throw new AppError(
+      'RATE_LIMITED',
+      'Rate limit exceeded',
+      `Limit is ${limit} requests per ${ctx.deps.config.RATE_LIMIT_WINDOW_SECONDS} s; retry after ${decision.retryAfterSeconds} s`,
+    );
   }
 }
 
@@ -78,48 +105,99 @@ const rateLimited = t.middleware(async ({ ctx, meta, path, next }) => {
 
 const base = t.procedure.use(rateLimited);
 
-export const publicProcedure = base.meta({ auth: 'public' });
+/**
+ * The one place every input passes through (REST body, query and path parameters, tRPC and GraphQL arguments):
+ * text that PostgreSQL cannot store is a 400 naming the field. It runs after authentication (an anonymous caller
+ * learns nothing about validation) and before the input schema, so no procedure has to think about it.
+ */
+const storableText = t.middleware(async ({ getRawInput, next }) => {
+  const found = findIllFormedText(await getRawInput());
+  if (found) throw new AppError('VALIDATION_FAILED', 'Invalid request parameters', `${found.path}: ${found.problem}`);
+  return next();
+});
 
-export const ownerProcedure = base.meta({ auth: 'session' }).use(async ({ ctx, next }) => {
+export const publicProcedure = base.meta({ auth: 'public' }).use(storableText);
+
+const signedInOwner = base.meta({ auth: 'session' }).use(async ({ ctx, next }) => {
   const caller = await ctx.getCaller();
   if (caller.kind === 'apiKey') throw new AppError('FORBIDDEN', 'This operation needs an owner session, not an API key');
+  if (caller.kind === 'visitor') throw new AppError('FORBIDDEN', 'This operation needs an owner session, not a visitor token');
   if (caller.kind !== 'owner') throw unauthorized(caller);
   return next({ ctx: { owner: caller.owner as OwnerPrincipal, sessionId: caller.sessionId } });
 });
 
-export const enterpriseProcedure = ownerProcedure.meta({ auth: 'enterprise' }).use(({ ctx, next }) => {
-  if (ctx.owner.plan !== 'enterprise') throw new AppError('FORBIDDEN', 'This operation needs an enterprise account');
-  return next();
-});
+export const ownerProcedure = signedInOwner.use(storableText);
 
-export const adminProcedure = ownerProcedure.meta({ auth: 'admin' }).use(({ ctx, next }) => {
-  if (ctx.owner.role !== 'admin') throw new AppError('FORBIDDEN', 'This operation needs admin permission');
-  return next();
-});
+export const enterpriseProcedure = signedInOwner
+  .meta({ auth: 'enterprise' })
+  .use(({ ctx, next }) => {
+    if (!PLAN_RULES[ctx.owner.plan].enterpriseWebhooks) throw new AppError('FORBIDDEN', 'This operation needs an enterprise account');
+    return next();
+  })
+  .use(storableText);
 
-export const apiKeyProcedure = base.meta({ auth: 'apiKey' }).use(async ({ ctx, next }) => {
-  const caller = await ctx.getCaller();
-  if (caller.kind === 'owner') throw new AppError('FORBIDDEN', 'This operation needs an API key');
-  if (caller.kind !== 'apiKey') throw unauthorized(caller);
-  return next({ ctx: { apiKey: caller } });
-});
+export const adminProcedure = signedInOwner
+  .meta({ auth: 'admin' })
+  .use(({ ctx, next }) => {
+    if (ctx.owner.role !== 'admin') throw new AppError('FORBIDDEN', 'This operation needs admin permission');
+    return next();
+  })
+  .use(storableText);
+
+export const apiKeyProcedure = base
+  .meta({ auth: 'apiKey' })
+  .use(async ({ ctx, next }) => {
+    const caller = await ctx.getCaller();
+    if (caller.kind === 'owner' || caller.kind === 'visitor') throw new AppError('FORBIDDEN', 'This operation needs an API key');
+    if (caller.kind !== 'apiKey') throw unauthorized(caller);
+    return next({ ctx: { apiKey: caller } });
+  })
+  .use(storableText);
 
 /** Owner session or API key; the procedure narrows what each may see. */
-export const ownerOrKeyProcedure = base.meta({ auth: 'sessionOrApiKey' }).use(async ({ ctx, next }) => {
-  const caller = await ctx.getCaller();
-  if (caller.kind === 'anonymous') throw unauthorized(caller);
-  return next({ ctx: { caller } });
-});
+export const ownerOrKeyProcedure = base
+  .meta({ auth: 'sessionOrApiKey' })
+  .use(async ({ ctx, next }) => {
+    const caller = await ctx.getCaller();
+    if (caller.kind === 'anonymous') throw unauthorized(caller);
+    if (caller.kind === 'visitor') throw new AppError('FORBIDDEN', 'This operation needs an owner session or an API key');
+    return next({ ctx: { caller } });
+  })
+  .use(storableText);
+
+/**
+ * A visitor of a public chat interface. Besides the per-visitor limit every procedure has, all visitor traffic
+ * from one IP address shares one budget: minting visitors does not multiply what one client may send.
+ */
+export const visitorProcedure = base
+  .meta({ auth: 'visitor' })
+  .use(async ({ ctx, next }) => {
+    const caller = await ctx.getCaller();
+    if (caller.kind === 'anonymous') throw unauthorized(caller);
+    if (caller.kind !== 'visitor') throw new AppError('FORBIDDEN', 'This operation needs a visitor token');
+    await countHit(ctx, `visitorIp:${clientKey(ctx.clientIp)}`, ctx.deps.config.RATE_LIMIT_VISITOR_IP);
+    return next({ ctx: { visitor: caller } });
+  })
+  .use(storableText);
 
 /** Internal cron calls: `Authorization: Bearer <CRON_SECRET>`, compared in constant time. */
-export const cronProcedure = base.meta({ auth: 'cron' }).use(({ ctx, next }) => {
-  const secret = ctx.deps.config.CRON_SECRET;
-  const given = /^Bearer\s+(\S+)$/i.exec(ctx.authorization ?? '')?.[1] ?? '';
-  // Digests have equal lengths whatever was sent, so the comparison itself can neither throw nor leak length.
-  const digest = (value: string) => createHash('sha256').update(value).digest();
-  const ok = secret !== undefined && given !== '' && timingSafeEqual(digest(given), digest(secret));
-  if (!ok) throw new AppError('UNAUTHORIZED', 'Invalid cron secret');
-  return next();
-});
+export const cronProcedure = base
+  .meta({ auth: 'cron' })
+  .use(({ ctx, next }) => {
+    const secret = ctx.deps.config.CRON_SECRET;
+    const given = /^Bearer\s+(\S+)$/i.exec(ctx.authorization ?? '')?.[1] ?? '';
+    // Digests have equal lengths whatever was sent, so the comparison itself can neither throw nor leak length.
+    const digest = (value: string) => createHash('sha256').update(value).digest();
+    const ok = secret !== undefined && given !== '' && timingSafeEqual(digest(given), digest(secret));
+    if (!ok) throw new AppError('UNAUTHORIZED', 'Invalid cron secret');
+    return next();
+  })
+  .use(storableText);
+
+/**
+ * The billing provider's calls: no bearer credential; the procedure verifies the provider's signature over the raw
+ * body (a bad one is a 400, as the provider expects, and changes nothing).
+ */
+export const billingSignatureProcedure = base.meta({ auth: 'billingSignature' });
 
 export { TRPCError };

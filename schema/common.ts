@@ -1,8 +1,47 @@
 import { z } from 'zod';
 
-/** Resource ids are opaque strings to clients; ours are UUIDs, and a malformed one is simply "not found". */
-export const idParam = z.string().min(1).max(100);
 export const isUuid = (value: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
+/** Never assigned: our ids are random (version 4) UUIDs. */
+const NO_SUCH_ID = '00000000-0000-0000-0000-000000000000';
+/**
+ * The id to look up. Ids are opaque strings to clients and ours are UUIDs: one that is not a UUID names nothing,
+ * so it is looked up as an id that exists nowhere and the procedure answers its usual 404 (never a 400, never a
+ * database cast error), without a guard of its own.
+ */
+export const lookupId = (value: string) => (isUuid(value) ? value : NO_SUCH_ID);
+/** Whether lookupId found the id malformed: for a procedure that answers 404 before validating the rest of its input. */
+export const namesNothing = (id: string) => id === NO_SUCH_ID;
+/** A resource id as given (path, query or body), before lookupId. */
+export const idText = z.string().min(1).max(100);
+/** A resource id to look up (see lookupId); documented as the string the client sends. */
+export const idParam = idText.transform(lookupId);
 export const timestamp = z.string().meta({ format: 'date-time', example: '2026-01-01T12:00:00.000Z' });
 export const toIso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 export const deletedSchema = z.object({ deleted: z.literal(true), id: z.string() });
+
+/**
+ * A whole number from a query string: decimal digits only. `Number()` (and z.coerce) would also read `0x10`,
+ * `1e3`, ` 5`, `0b11` and the empty string. JSON callers (tRPC, GraphQL) may send a number.
+ */
+export const queryInt = (bounds: { min: number; max: number }) =>
+  z
+    .union([
+      z.number(),
+      z
+        .string()
+        .regex(/^\d{1,15}$/, 'must be a whole number written in decimal digits')
+        .transform(Number),
+    ])
+    .pipe(z.number().int().min(bounds.min).max(bounds.max))
+    // Documented as what a REST client writes: an integer in range (the number branch is for JSON callers).
+    .meta({
+      override: ({ jsonSchema }: { jsonSchema: Record<string, unknown> }) => {
+        delete jsonSchema.anyOf;
+        Object.assign(jsonSchema, { type: 'integer', minimum: bounds.min, maximum: bounds.max });
+      },
+    });
+
+/** What a save did not refuse but the owner should know (e.g. a host name that did not resolve yet). */
+export const saveWarningsSchema = z.array(z.string()).optional().meta({
+  description: 'Present when the save succeeded with something to know, e.g. "url: hooks.example.com did not resolve; it will be checked again at each call"',
+});

@@ -1,8 +1,6 @@
-import { z } from 'zod';
-
 /**
  * The closed list of error codes. Every error a client can see carries one of these; only the REST
- * adapter (adapters/rest/status.ts) decides which HTTP status each one gets.
+ * adapter (adapters/inbound/http-status.ts) decides which HTTP status each one gets.
  */
 export const ERROR_CODES = [
   'BAD_REQUEST',
@@ -13,9 +11,11 @@ export const ERROR_CODES = [
   'HTTPS_REQUIRED',
   'NOT_FOUND',
   'METHOD_NOT_ALLOWED',
+  'REQUEST_TIMEOUT',
   'CONFLICT',
   'PAYLOAD_TOO_LARGE',
   'UNSUPPORTED_MEDIA_TYPE',
+  'HEADERS_TOO_LARGE',
   'RATE_LIMITED',
   'UPSTREAM_CONNECTION_FAILED',
   'UPSTREAM_INVALID_RESPONSE',
@@ -26,7 +26,6 @@ export const ERROR_CODES = [
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
-export const errorCodeSchema = z.enum(ERROR_CODES);
 
 export class AppError extends Error {
   override readonly name = 'AppError';
@@ -40,14 +39,3 @@ export class AppError extends Error {
     super(message);
   }
 }
-
-export const errorEnvelopeSchema = z
-  .object({
-    success: z.literal(false),
-    error: z.object({
-      message: z.string(),
-      code: errorCodeSchema,
-      details: z.string(),
-    }),
-  })
-  .meta({ id: 'ErrorEnvelope' });

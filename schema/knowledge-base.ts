@@ -4,7 +4,13 @@ import { idParam, timestamp } from './common.ts';
 /** The spec's sample sends temperature as a numeric string; accept both, and nothing else. */
 const numeric = (inner: z.ZodNumber) =>
   z
-    .union([z.number(), z.string().trim().regex(/^-?\d+(\.\d+)?$/, 'must be a number').transform(Number)])
+    .union([
+      z.number(),
+      z
+        .string()
+        .regex(/^-?\d+(\.\d+)?$/, 'must be a number written in decimal digits')
+        .transform(Number),
+    ])
     .pipe(inner);
 
 export const kbLanguageSchema = z.enum(['en', 'es', 'fr', 'de', 'pt', 'other']);
@@ -35,7 +41,9 @@ export const memoryInputSchema = z.object({
 
 const configFields = {
   name: z.string().trim().min(1).max(100),
-  temperature: numeric(z.number().min(0, 'must be between 0.0 and 2.0').max(2, 'must be between 0.0 and 2.0')).meta({ description: '0.0 factual to 2.0 very creative (a numeric string is accepted)' }),
+  temperature: numeric(z.number().min(0, 'must be between 0.0 and 2.0').max(2, 'must be between 0.0 and 2.0')).meta({
+    description: '0.0 factual to 2.0 very creative (a numeric string is accepted)',
+  }),
   maxTokens: numeric(z.number().int('must be an integer').min(1).max(32_000)).meta({ description: 'Response length cap' }),
   chunkSize: z.number().int().min(100).max(8000).meta({ description: 'Characters per chunk' }),
   chunkOverlap: z.number().int().min(0).max(4000),
@@ -51,11 +59,20 @@ const overlapBelowSize = (v: { chunkSize?: number; chunkOverlap?: number }) =>
   v.chunkSize === undefined || v.chunkOverlap === undefined || v.chunkOverlap < v.chunkSize / 2;
 
 export const createKbConfigInput = z
-  .object(Object.fromEntries(Object.entries(configFields).map(([k, v]) => [k, v.optional()])) as { [K in keyof typeof configFields]: z.ZodOptional<(typeof configFields)[K]> })
+  .object(
+    Object.fromEntries(Object.entries(configFields).map(([k, v]) => [k, v.optional()])) as {
+      [K in keyof typeof configFields]: z.ZodOptional<(typeof configFields)[K]>;
+    },
+  )
   .refine(overlapBelowSize, { message: 'must be less than half of chunkSize', path: ['chunkOverlap'] });
 
 export const updateKbConfigInput = z
-  .object({ id: idParam, ...(Object.fromEntries(Object.entries(configFields).map(([k, v]) => [k, v.optional()])) as { [K in keyof typeof configFields]: z.ZodOptional<(typeof configFields)[K]> }) })
+  .object({
+    id: idParam,
+    ...(Object.fromEntries(Object.entries(configFields).map(([k, v]) => [k, v.optional()])) as {
+      [K in keyof typeof configFields]: z.ZodOptional<(typeof configFields)[K]>;
+    }),
+  })
   .refine(overlapBelowSize, { message: 'must be less than half of chunkSize', path: ['chunkOverlap'] });
 
 export const kbConfigSchema = z
@@ -69,7 +86,15 @@ export const kbConfigSchema = z
     retrievalDepth: z.number().int(),
     language: kbLanguageSchema,
     systemPrompt: z.string().nullable(),
-    embedding: z.object({ provider: z.enum(['local', 'openai']), model: z.string(), baseUrl: z.string().nullable(), dimensions: z.number().int(), hasApiKey: z.boolean() }).meta({ description: 'The configured embedding model (during a re-embedding: the one being moved to)' }),
+    embedding: z
+      .object({
+        provider: z.enum(['local', 'openai']),
+        model: z.string(),
+        baseUrl: z.string().nullable(),
+        dimensions: z.number().int(),
+        hasApiKey: z.boolean(),
+      })
+      .meta({ description: 'The configured embedding model (during a re-embedding: the one being moved to)' }),
     servingEmbeddingModel: z.string().meta({ description: 'The model of the vectors queries use now' }),
     llm: z.object({ provider: z.literal('openai'), model: z.string(), baseUrl: z.string(), hasApiKey: z.boolean() }).nullable(),
     memory: z.object({ enabled: z.boolean(), maxMessages: z.number().int() }),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { timestamp } from './common.ts';
+import { lookupId, timestamp } from './common.ts';
 
 export const planSchema = z.enum(['free', 'premium', 'enterprise']);
 export const roleSchema = z.enum(['owner', 'admin']);
@@ -14,9 +14,7 @@ export const ownerSchema = z
   })
   .meta({ id: 'Owner' });
 
-export const ownerDetailSchema = ownerSchema
-  .extend({ tourCompletedAt: timestamp.nullable(), createdAt: timestamp })
-  .meta({ id: 'OwnerDetail' });
+export const ownerDetailSchema = ownerSchema.extend({ tourCompletedAt: timestamp.nullable(), createdAt: timestamp }).meta({ id: 'OwnerDetail' });
 
 export const signUpInput = z.object({
   email: z.email().max(254),
@@ -27,5 +25,5 @@ export const signInInput = z.object({ email: z.string().min(1).max(254), passwor
 export const authResultSchema = z.object({ token: z.string(), owner: ownerSchema }).meta({ id: 'AuthResult' });
 
 export const updateOwnerInput = z
-  .object({ id: z.string(), plan: planSchema.optional(), role: roleSchema.optional() })
+  .object({ id: z.string().transform(lookupId), plan: planSchema.optional(), role: roleSchema.optional() })
   .refine((v) => v.plan !== undefined || v.role !== undefined, { message: 'give plan or role', path: ['plan'] });

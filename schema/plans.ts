@@ -1,9 +1,15 @@
 import type { z } from 'zod';
 import type { planSchema } from './owners.ts';
 
-/** Per-file upload limits by plan, from the spec's Limits table. */
-export const UPLOAD_LIMIT_BYTES: Record<z.infer<typeof planSchema>, number> = {
-  free: 10 * 1024 * 1024,
-  premium: 50 * 1024 * 1024,
-  enterprise: 100 * 1024 * 1024,
+type Plan = z.infer<typeof planSchema>;
+
+/**
+ * What each plan gives, in one place: every rule that depends on the plan reads it from here (the upload cap in
+ * the REST adapter, the enterprise-only routes, GET /api/v1/user/subscription). Upload limits are the spec's
+ * Limits table. The trial's length is configuration (TRIAL_DAYS).
+ */
+export const PLAN_RULES: Record<Plan, { uploadBytes: number; enterpriseWebhooks: boolean }> = {
+  free: { uploadBytes: 10 * 1024 * 1024, enterpriseWebhooks: false },
+  premium: { uploadBytes: 50 * 1024 * 1024, enterpriseWebhooks: false },
+  enterprise: { uploadBytes: 100 * 1024 * 1024, enterpriseWebhooks: true },
 };

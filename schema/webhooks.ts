@@ -1,8 +1,11 @@
 import { z } from 'zod';
-import { idParam, timestamp } from './common.ts';
+import { idParam, queryInt, saveWarningsSchema, timestamp } from './common.ts';
 import { apiKeySchema } from './api-keys.ts';
 import { chatInterfaceSchema } from './chat-interfaces.ts';
 import { kbConfigSchema, kbDocumentSchema } from './knowledge-base.ts';
+import { leadSchema } from './visitors.ts';
+import { invoicePaymentFailedSchema, subscriptionEventSchema } from './billing.ts';
+import { certificateFailedEventSchema, domainEventSchema } from './domains.ts';
 
 const deletedData = z.object({ id: z.string() });
 const chatMessageData = z.object({
@@ -33,6 +36,17 @@ export const WEBHOOK_EVENTS = {
   'knowledge_base.created': kbConfigSchema,
   'knowledge_base.updated': kbConfigSchema,
   'knowledge_base.deleted': deletedData,
+  'lead.created': leadSchema,
+  'subscription.created': subscriptionEventSchema,
+  'subscription.updated': subscriptionEventSchema,
+  'subscription.canceled': subscriptionEventSchema,
+  'subscription.trial_ending': subscriptionEventSchema,
+  'subscription.trial_expired': subscriptionEventSchema,
+  'invoice.payment_failed': invoicePaymentFailedSchema,
+  'domain.verified': domainEventSchema,
+  'domain.activated': domainEventSchema,
+  'domain.deactivated': domainEventSchema,
+  'domain.certificate_failed': certificateFailedEventSchema,
   'webhook.test': z.object({ webhookId: z.string(), message: z.string() }),
   'webhook.disabled': z.object({ webhookId: z.string(), url: z.string(), reason: z.enum(['gone', 'failing']), message: z.string() }),
 } as const;
@@ -40,15 +54,7 @@ export const WEBHOOK_EVENTS = {
 export type WebhookEventType = keyof typeof WEBHOOK_EVENTS;
 export type WebhookEventData<T extends WebhookEventType> = z.input<(typeof WEBHOOK_EVENTS)[T]>;
 export const WEBHOOK_EVENT_TYPES = Object.keys(WEBHOOK_EVENTS) as WebhookEventType[];
-export const isWebhookEventType = (value: string): value is WebhookEventType => Object.prototype.hasOwnProperty.call(WEBHOOK_EVENTS, value);
-
-/** The body of every delivery: Standard Webhooks' recommended `type`/`timestamp`/`data`, plus the event id. */
-export const webhookEnvelopeSchema = z.object({
-  id: z.string().meta({ description: 'Event id; also sent as the webhook-id header, the same on every retry and replay' }),
-  type: z.string(),
-  timestamp: timestamp,
-  data: z.unknown(),
-});
+export const isWebhookEventType = (value: string): value is WebhookEventType => Object.hasOwn(WEBHOOK_EVENTS, value);
 
 const eventsField = z
   .array(z.string().trim().min(1).max(100))
@@ -56,7 +62,8 @@ const eventsField = z
   .max(WEBHOOK_EVENT_TYPES.length + 1)
   .superRefine((events, ctx) => {
     for (const [i, e] of events.entries()) {
-      if (e !== '*' && !isWebhookEventType(e)) ctx.addIssue({ code: 'custom', path: [i], message: `unknown event type '${e}'; known: *, ${WEBHOOK_EVENT_TYPES.join(', ')}` });
+      if (e !== '*' && !isWebhookEventType(e))
+        ctx.addIssue({ code: 'custom', path: [i], message: `unknown event type '${e}'; known: *, ${WEBHOOK_EVENT_TYPES.join(', ')}` });
     }
   })
   .meta({ description: "Event types to receive; '*' means all", example: ['document.completed', 'api_key.created'] });
@@ -75,8 +82,17 @@ export const createWebhookInput = z.object({
 });
 
 export const updateWebhookInput = z
-  .object({ webhookId: idParam, url: urlField.optional(), events: eventsField.optional(), enabled: z.boolean().optional(), description: z.string().trim().max(500).nullable().optional() })
-  .refine((v) => v.url !== undefined || v.events !== undefined || v.enabled !== undefined || v.description !== undefined, { message: 'give url, events, enabled or description', path: ['url'] });
+  .object({
+    webhookId: idParam,
+    url: urlField.optional(),
+    events: eventsField.optional(),
+    enabled: z.boolean().optional(),
+    description: z.string().trim().max(500).nullable().optional(),
+  })
+  .refine((v) => v.url !== undefined || v.events !== undefined || v.enabled !== undefined || v.description !== undefined, {
+    message: 'give url, events, enabled or description',
+    path: ['url'],
+  });
 
 export const webhookStatsSchema = z
   .object({
@@ -98,7 +114,10 @@ export const webhookSchema = z
     description: z.string().nullable(),
     events: z.array(z.string()),
     enabled: z.boolean(),
-    disabledReason: z.string().nullable().meta({ description: "Why delivery stopped: 'gone' (the receiver answered 410), 'failing' (5 days without a success) or 'owner'" }),
+    disabledReason: z
+      .string()
+      .nullable()
+      .meta({ description: "Why delivery stopped: 'gone' (the receiver answered 410), 'failing' (5 days without a success) or 'owner'" }),
     disabledAt: timestamp.nullable(),
     secretRotationGraceUntil: timestamp.nullable().meta({ description: 'Until then deliveries are signed with the previous secret too' }),
     failingSince: timestamp.nullable(),
@@ -110,6 +129,7 @@ export const webhookSchema = z
 export const createdWebhookSchema = z.object({
   webhook: webhookSchema,
   secret: z.string().optional().meta({ description: 'The generated signing secret, shown only in this response (absent when you supplied one)' }),
+  warnings: saveWarningsSchema,
 });
 
 export const deliveryStatusSchema = z.enum(['pending', 'succeeded', 'failed', 'exhausted']);
@@ -140,7 +160,7 @@ export const webhookDeliverySchema = z
 
 export const listDeliveriesInput = z.object({
   webhookId: idParam,
-  limit: z.coerce.number().int().min(1).max(100).default(20),
+  limit: queryInt({ min: 1, max: 100 }).default(20),
   cursor: z.string().max(200).optional().meta({ description: 'nextCursor of the previous page' }),
   status: deliveryStatusSchema.optional(),
 });

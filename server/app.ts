@@ -1,35 +1,51 @@
 import type { AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Config } from './config.ts';
-import { createLogger, type Logger } from './logger.ts';
-import { createSecretBox, loadEncryptionKey } from './secrets.ts';
+import type { Config } from '../schema/config.ts';
+import { createLogger, type Logger } from '../adapters/outbound/logger.ts';
+import { createSecretBox, loadEncryptionKey } from '../adapters/outbound/secrets.ts';
 import { loadTlsMaterial } from './tls.ts';
 import { createDualListener } from './listener.ts';
 import { createDispatcher } from './dispatch.ts';
-import { createErrorReporter } from './error-reporting.ts';
-import { createMemoryRateLimiter } from './rate-limit/memory.ts';
-import { createRedisRateLimiter } from './rate-limit/redis.ts';
-import { withFallback } from './rate-limit/fallback.ts';
+import { createErrorReporter } from '../adapters/outbound/error-reporting.ts';
+import { createMemoryRateLimiter } from '../adapters/outbound/rate-limit/memory.ts';
+import { createRedisRateLimiter } from '../adapters/outbound/rate-limit/redis.ts';
+import { withFallback } from '../adapters/outbound/rate-limit/fallback.ts';
 import { openPGlite, openPostgres, type Database } from '../db/database.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { appRouter } from '../routers/app-router.ts';
 import type { AppDeps } from '../routers/context.ts';
 import { createSessionManager } from '../routers/auth/sessions.ts';
-import { createGuardedHttpClient } from '../adapters/http/guarded-client.ts';
-import { createRestHandler } from '../adapters/rest/handler.ts';
-import { LEGACY_ROUTES } from '../adapters/rest/legacy.ts';
-import { buildOpenApiDocument } from '../adapters/rest/openapi.ts';
-import { renderDocsPage } from '../adapters/rest/docs-page.ts';
-import { createTrpcHandler } from '../adapters/trpc/handler.ts';
-import { createGraphqlHandler } from '../adapters/graphql/handler.ts';
-import { createDirectoryBlobStore } from '../adapters/blobs/blob-store.ts';
-import { createJobQueue } from './jobs/queue.ts';
+import { createGuardedHttpClient } from '../adapters/outbound/http/guarded-client.ts';
+import { createRestHandler } from '../adapters/inbound/rest/handler.ts';
+import { LEGACY_ROUTES } from '../adapters/inbound/rest/legacy.ts';
+import { buildOpenApiDocument } from '../adapters/inbound/rest/openapi.ts';
+import { docsAsset, renderDocsPage } from '../adapters/inbound/rest/docs-page.ts';
+import { graphiqlAsset } from '../adapters/inbound/graphql/graphiql.ts';
+import { BROWSER_ASSETS_PATH, IMMUTABLE_CACHE_CONTROL } from '../adapters/inbound/browser-assets.ts';
+import { createTrpcHandler } from '../adapters/inbound/trpc/handler.ts';
+import { createGraphqlHandler } from '../adapters/inbound/graphql/handler.ts';
+import { createWebHandler } from '../adapters/inbound/web/handler.ts';
+import { buildWebAssets } from '../adapters/inbound/web/build.ts';
+import { createDirectoryBlobStore } from '../adapters/outbound/blobs/blob-store.ts';
+import { createJobQueue } from '../routers/jobs/queue.ts';
 import { detectVectorSearch } from '../routers/knowledge-base/vectors.ts';
 import { knowledgeBaseJobHandlers, requeueOrphanedDocuments } from '../routers/knowledge-base/jobs.ts';
 import { webhookJobHandlers } from '../routers/webhooks/delivery.ts';
 import { sweepOrphanedDeliveries } from '../routers/webhooks/sweeper.ts';
 import { createApiKeyCache } from '../routers/api-keys/key-cache.ts';
+import { createDocumentPool } from '../adapters/outbound/workers/document-pool.ts';
+import { createStripeClient } from '../adapters/outbound/billing/stripe-client.ts';
+import { createDnsLookup } from '../adapters/outbound/dns/resolver.ts';
+import { createDomainRouteCache } from '../routers/domains/routes.ts';
+import { domainJobHandlers } from '../routers/domains/jobs.ts';
+import { certificateJobHandlers } from '../routers/domains/certificates.ts';
+import { createCertificateStore } from '../routers/domains/certificate-store.ts';
+import { installAcmeTransport } from '../adapters/outbound/acme/acme-client.ts';
 import { API_KEY_CHANGES_CHANNEL } from '../db/migrations/0006_api_key_change_notify.ts';
+
+/** How long an instance trusts what it knows about a custom domain (changes made elsewhere show within this). */
+const DOMAIN_ROUTE_TTL_MS = 5_000;
 
 /** Validated API keys kept per instance (a few hundred bytes each). */
 const API_KEY_CACHE_MAX_ENTRIES = 10_000;
@@ -39,6 +55,8 @@ export interface RunningApp {
   port: number;
   /** https://127.0.0.1:<port> */
   url: string;
+  /** Builds the hosted page's bundles now instead of on the first visitor's request. */
+  warmUp(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -54,17 +72,21 @@ export async function startApp(config: Config, options: { database?: Database; l
   const logger = options.logger ?? createLogger(config.LOG_LEVEL);
   const database = options.database ?? (await openDatabase(config));
   await migrateToLatest(database.db);
-  const http = createGuardedHttpClient({ allowHosts: config.OUTBOUND_ALLOW_HOSTS });
+  const http = createGuardedHttpClient({
+    allowHosts: config.OUTBOUND_ALLOW_HOSTS,
+    extraCa: config.OUTBOUND_CA_FILE ? readFileSync(config.OUTBOUND_CA_FILE, 'utf8') : undefined,
+  });
   const rateLimiter = config.REDIS_URL
     ? withFallback(createRedisRateLimiter({ url: config.REDIS_URL, keyPrefix: config.RATE_LIMIT_KEY_PREFIX }), createMemoryRateLimiter(), logger)
     : createMemoryRateLimiter();
+  const secrets = createSecretBox(loadEncryptionKey(config.ENCRYPTION_KEY, config.DATA_DIR));
   const deps: AppDeps = {
     config,
     database,
     logger,
     http,
     rateLimiter,
-    secrets: createSecretBox(loadEncryptionKey(config.ENCRYPTION_KEY, config.DATA_DIR)),
+    secrets,
     sessions: createSessionManager(database.db, config.SESSION_TTL_DAYS),
     errorReporter: createErrorReporter({ logger, http, sentryDsn: config.SENTRY_DSN }),
     blobs: createDirectoryBlobStore(join(config.DATA_DIR, 'blobs')),
@@ -72,7 +94,15 @@ export async function startApp(config: Config, options: { database?: Database; l
     webhookJobs: createJobQueue({ db: database.db, logger }),
     vectorSearch: await detectVectorSearch(database.db, config.VECTOR_SEARCH),
     apiKeyCache: createApiKeyCache({ ttlMs: config.API_KEY_CACHE_TTL_MS, maxEntries: API_KEY_CACHE_MAX_ENTRIES }),
+    documentPool: createDocumentPool({ size: config.PARSER_WORKERS, deadlineMs: config.PARSER_DEADLINE_MS, memoryMb: config.PARSER_MEMORY_MB }),
+    stripe: config.STRIPE_SECRET_KEY
+      ? createStripeClient({ secretKey: config.STRIPE_SECRET_KEY, apiUrl: config.STRIPE_API_URL, http, timeoutMs: config.OUTBOUND_TIMEOUT_MS })
+      : undefined,
+    dns: createDnsLookup({ servers: config.DNS_SERVERS, timeoutMs: config.DNS_TIMEOUT_MS }),
+    domainRoutes: createDomainRouteCache({ ttlMs: DOMAIN_ROUTE_TTL_MS, maxEntries: 10_000 }),
+    domainCertificates: createCertificateStore({ db: database.db, secrets, ttlMs: 60_000, maxEntries: 10_000 }),
   };
+  if (config.ACME_DIRECTORY_URL) installAcmeTransport(http, config.OUTBOUND_TIMEOUT_MS);
   const cache = deps.apiKeyCache;
   const stopListening = await database.listen(API_KEY_CHANGES_CHANNEL, {
     onNotify: () => cache.invalidate(),
@@ -84,20 +114,35 @@ export async function startApp(config: Config, options: { database?: Database; l
   });
   const sweepers: Array<ReturnType<typeof setInterval>> = [];
   if (config.JOB_CONCURRENCY > 0) {
-    deps.jobs.start(knowledgeBaseJobHandlers(deps), { concurrency: config.JOB_CONCURRENCY, leaseMs: config.JOB_LEASE_MS, onlyHandledKinds: true });
+    deps.jobs.start(
+      { ...knowledgeBaseJobHandlers(deps), ...domainJobHandlers(deps), ...certificateJobHandlers(deps) },
+      { concurrency: config.JOB_CONCURRENCY, leaseMs: config.JOB_LEASE_MS, onlyHandledKinds: true },
+    );
     await requeueOrphanedDocuments(deps);
     // Also while running: a job can die (its last lease ran out) long after start-up.
-    const sweeper = setInterval(() => {
-      requeueOrphanedDocuments(deps).catch((error: unknown) => logger.warn('document sweep failed', { reason: String(error) }));
-    }, Math.max(config.JOB_LEASE_MS, 30_000));
+    const sweeper = setInterval(
+      () => {
+        requeueOrphanedDocuments(deps).catch((error: unknown) => logger.warn('document sweep failed', { reason: String(error) }));
+      },
+      Math.max(config.JOB_LEASE_MS, 30_000),
+    );
     sweeper.unref();
     sweepers.push(sweeper);
   }
 
   if (config.WEBHOOK_CONCURRENCY > 0) {
-    const handlers = webhookJobHandlers({ db: database.db, http, secrets: deps.secrets, logger, jobs: deps.webhookJobs, timeoutMs: config.WEBHOOK_TIMEOUT_MS, now: () => new Date() });
+    const handlers = webhookJobHandlers({
+      db: database.db,
+      http,
+      secrets: deps.secrets,
+      logger,
+      jobs: deps.webhookJobs,
+      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+      now: () => new Date(),
+    });
     deps.webhookJobs.start(handlers, { concurrency: config.WEBHOOK_CONCURRENCY, leaseMs: config.JOB_LEASE_MS, onlyHandledKinds: true });
-    const sweep = () => sweepOrphanedDeliveries(database.db, deps.webhookJobs).catch((error: unknown) => logger.warn('webhook delivery sweep failed', { reason: String(error) }));
+    const sweep = () =>
+      sweepOrphanedDeliveries(database.db, deps.webhookJobs).catch((error: unknown) => logger.warn('webhook delivery sweep failed', { reason: String(error) }));
     await sweep();
     const sweeper = setInterval(sweep, Math.max(config.JOB_LEASE_MS, 30_000));
     sweeper.unref();
@@ -111,23 +156,29 @@ export async function startApp(config: Config, options: { database?: Database; l
       version: '1.0.0',
       description: 'The v1 REST surface. Every operation is also reachable as a tRPC procedure (/trpc) and, for dashboards, through GraphQL (/graphql).',
     }));
-  let docsPage: string | undefined;
+  let docsPage: ReturnType<typeof renderDocsPage> | undefined;
   const rest = createRestHandler({
     router: appRouter,
     legacyRoutes: LEGACY_ROUTES,
     jsonBodyLimitBytes: config.JSON_BODY_LIMIT_BYTES,
     documents: {
       '/api/v1/openapi.json': () => ({ contentType: 'application/json; charset=utf-8', body: JSON.stringify(openApiDocument()) }),
-      '/api/v1/docs': () => ({ contentType: 'text/html; charset=utf-8', body: (docsPage ??= renderDocsPage(openApiDocument())) }),
+      '/api/v1/docs': () => (docsPage ??= renderDocsPage(openApiDocument())),
+      [BROWSER_ASSETS_PATH]: async (name) => {
+        const asset = docsAsset(name) ?? (await graphiqlAsset(name));
+        return asset && { contentType: asset.contentType, body: asset.body, gzip: asset.gzip, etag: asset.etag, cacheControl: IMMUTABLE_CACHE_CONTROL };
+      },
     },
   });
+  const web = createWebHandler(deps, buildWebAssets);
   const dispatch = createDispatcher(deps, {
+    web,
     rest,
     trpc: createTrpcHandler(appRouter, config.JSON_BODY_LIMIT_BYTES),
     graphql: createGraphqlHandler(appRouter, config.JSON_BODY_LIMIT_BYTES),
   });
   const tls = await loadTlsMaterial({ certPath: config.TLS_CERT, keyPath: config.TLS_KEY, dataDir: config.DATA_DIR });
-  const listener = createDualListener(tls, dispatch);
+  const listener = createDualListener(tls, dispatch, (servername) => deps.domainCertificates.contextFor(servername));
   await new Promise<void>((resolve, reject) => {
     listener.server.once('error', reject);
     listener.server.listen(config.PORT, config.HOST, () => resolve());
@@ -139,6 +190,7 @@ export async function startApp(config: Config, options: { database?: Database; l
     deps,
     port,
     url: `https://127.0.0.1:${port}`,
+    warmUp: web.warmUp,
     close: () =>
       (closing ??= (async () => {
         const closed = new Promise<void>((resolve) => listener.server.close(() => resolve()));
@@ -147,6 +199,7 @@ export async function startApp(config: Config, options: { database?: Database; l
         for (const sweeper of sweepers) clearInterval(sweeper);
         // Within main.ts's 10 s shutdown bound: handlers still running after 8 s are released, not left leased.
         await Promise.all([deps.jobs.stop(8_000), deps.webhookJobs.stop(8_000)]);
+        await deps.documentPool.close();
         await rateLimiter.close();
         await stopListening();
         await database.close();

@@ -1,13 +1,41 @@
+import { findChallenge } from '../routers/domains/certificate-repository.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../schema/errors.ts';
 import type { AppDeps, Context } from '../routers/context.ts';
 import { resolveCaller } from '../routers/auth/caller.ts';
-import { sendError } from '../adapters/rest/envelope.ts';
+import { sendError } from '../adapters/inbound/envelope.ts';
 
 export type AdapterHandler = (req: IncomingMessage, res: ServerResponse, ctx: Context, url: URL) => Promise<void>;
 
+const ignoreStreamError = () => {};
+
+/** How much of a refused body is read and thrown away, at most, so that the client can read our answer. */
+const LINGER_MAX_BYTES = 128 * 1024 * 1024;
+const LINGER_MAX_MS = 30_000;
+
+/**
+ * An answer sent before the body was read (413, 415, 401 to an upload) leaves a client that is still sending.
+ * Closing at once makes the kernel reset the connection, and clients that write the whole body before reading
+ * (Python's requests, Node's http under some timings) report the reset instead of our answer. As mature servers
+ * do, the rest of the body is read and discarded within a budget of bytes and time, then the connection goes on
+ * (or is closed once the budget is spent).
+ */
+function lingerOnUnreadBody(req: IncomingMessage) {
+  let drained = 0;
+  const giveUp = () => req.socket.destroy();
+  const timer = setTimeout(giveUp, LINGER_MAX_MS);
+  timer.unref();
+  req.on('data', (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained > LINGER_MAX_BYTES) giveUp();
+  });
+  req.once('close', () => clearTimeout(timer));
+  req.resume();
+}
+
 const REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
+const DOT_SEGMENT = /\/(?:\.|%2e){1,2}(?:\/|$)/i;
 const HSTS = 'max-age=63072000; includeSubDomains';
 
 export function createContext(deps: AppDeps, req: IncomingMessage, requestId: string, clientIp: string, signal?: AbortSignal): Context {
@@ -17,6 +45,8 @@ export function createContext(deps: AppDeps, req: IncomingMessage, requestId: st
     deps,
     requestId,
     clientIp,
+    origin: typeof req.headers.origin === 'string' ? req.headers.origin : undefined,
+    host: req.headers.host,
     authorization,
     responseHeaders: {},
     response: {},
@@ -30,7 +60,10 @@ function clientIpOf(req: IncomingMessage, trustProxy: boolean) {
   if (trustProxy) {
     // The rightmost entry is the one our proxy added; anything left of it is the client's to invent.
     const forwarded = req.headers['x-forwarded-for'];
-    const entries = (Array.isArray(forwarded) ? forwarded.join(',') : (forwarded ?? '')).split(',').map((e) => e.trim()).filter(Boolean);
+    const entries = (Array.isArray(forwarded) ? forwarded.join(',') : (forwarded ?? ''))
+      .split(',')
+      .map((e) => e.trim())
+      .filter(Boolean);
     const last = entries.at(-1);
     if (last) return last;
   }
@@ -41,18 +74,51 @@ function clientIpOf(req: IncomingMessage, trustProxy: boolean) {
  * The request flow of the design: HTTPS check -> request id -> route to an adapter with a fresh context.
  * Every response carries X-Request-Id; secure ones carry HSTS.
  */
-export function createDispatcher(deps: AppDeps, adapters: { rest: AdapterHandler; trpc: AdapterHandler; graphql: AdapterHandler }) {
+const ACME_CHALLENGE_PATH = '/.well-known/acme-challenge/';
+
+async function answerAcmeChallenge(deps: AppDeps, res: ServerResponse, token: string) {
+  try {
+    const keyAuthorization = /^[A-Za-z0-9_-]{1,256}$/.test(token) ? await findChallenge(deps.database.db, token) : undefined;
+    res.writeHead(keyAuthorization ? 200 : 404, { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store' });
+    res.end(keyAuthorization ?? 'unknown challenge');
+  } catch (error) {
+    deps.errorReporter.capture(error, { path: ACME_CHALLENGE_PATH });
+    if (!res.headersSent) res.writeHead(503, { 'Content-Type': 'text/plain; charset=utf-8' });
+    res.end();
+  }
+}
+
+export function createDispatcher(
+  deps: AppDeps,
+  adapters: { rest: AdapterHandler; trpc: AdapterHandler; graphql: AdapterHandler; web: { matches(path: string): boolean; handle: AdapterHandler } },
+) {
   const trustProxy = deps.config.TRUST_PROXY;
   return (req: IncomingMessage, res: ServerResponse, secure: boolean) => {
+    // The adapters read and write these streams; a reset mid-body must never surface as an unhandled 'error'
+    // event (which ends the process). Readers still see the failure through their own iteration or listeners.
+    req.on('error', ignoreStreamError);
+    res.on('error', ignoreStreamError);
     const incomingId = req.headers['x-request-id'];
     const requestId = typeof incomingId === 'string' && REQUEST_ID.test(incomingId) ? incomingId : randomUUID();
     res.setHeader('X-Request-Id', requestId);
-    const proxiedHttps = trustProxy && String(req.headers['x-forwarded-proto'] ?? '').split(',')[0]?.trim() === 'https';
+    // Every answer, the early ones below included, leaves an unread body to the same bounded drain.
+    res.once('finish', () => {
+      if (!req.complete) lingerOnUnreadBody(req);
+    });
+    const proxiedHttps =
+      trustProxy &&
+      String(req.headers['x-forwarded-proto'] ?? '')
+        .split(',')[0]
+        ?.trim() === 'https';
     let url: URL;
     try {
       url = new URL(req.url ?? '/', 'https://service.invalid');
     } catch {
       return sendError(res, new AppError('BAD_REQUEST', 'Malformed request URL'));
+    }
+    if (!secure && url.pathname.startsWith(ACME_CHALLENGE_PATH) && (req.method === 'GET' || req.method === 'HEAD')) {
+      // HTTP-01: the CA fetches the key authorization over plain HTTP (port 80 forwarded to this listener).
+      return void answerAcmeChallenge(deps, res, url.pathname.slice(ACME_CHALLENGE_PATH.length));
     }
     if (!secure && !proxiedHttps) {
       // API clients get an explicit error, never a redirect that would replay credentials in clear.
@@ -61,17 +127,21 @@ export function createDispatcher(deps: AppDeps, adapters: { rest: AdapterHandler
     }
     res.setHeader('Strict-Transport-Security', HSTS);
     res.setHeader('X-Content-Type-Options', 'nosniff');
+    // Answers carry owners' data and secrets shown once: no shared or browser cache may keep them. The few
+    // cacheable answers (documents, the public avatar) set their own.
+    res.setHeader('Cache-Control', 'no-store');
 
+    // The URL parser resolves `.` and `..` segments, encoded ones too: /api/v1/chat/%2e%2e/leads would reach
+    // /api/v1/leads. No route of ours has such a segment, so a path with one names nothing.
+    if (DOT_SEGMENT.test((req.url ?? '/').split('?')[0] ?? '')) {
+      return sendError(res, new AppError('NOT_FOUND', 'Route not found', 'The path has a . or .. segment'));
+    }
     const path = url.pathname;
     let adapter: AdapterHandler | undefined;
     if (path === '/api' || path.startsWith('/api/')) adapter = adapters.rest;
     else if (path.startsWith('/trpc/')) adapter = adapters.trpc;
     else if (path === '/graphql') adapter = adapters.graphql;
-    else if (path === '/' && (req.method === 'GET' || req.method === 'HEAD')) {
-      res.writeHead(302, { Location: '/api/v1/docs' });
-      res.end();
-      return;
-    }
+    else if (adapters.web.matches(path)) adapter = adapters.web.handle;
     if (!adapter) return sendError(res, new AppError('NOT_FOUND', 'Route not found', `${req.method} ${path}`));
 
     const abort = new AbortController();

@@ -1,6 +1,6 @@
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError, loadConfig } from '../schema/config.ts';
 import { startApp } from './app.ts';
-import { createLogger } from './logger.ts';
+import { createLogger } from '../adapters/outbound/logger.ts';
 
 async function main() {
   let config;
@@ -15,7 +15,13 @@ async function main() {
   }
   const logger = createLogger(config.LOG_LEVEL);
   const app = await startApp(config, { logger });
-  logger.info('listening', { url: `https://${config.HOST === '0.0.0.0' ? 'localhost' : config.HOST}:${app.port}`, database: app.deps.database.kind, rateLimits: config.REDIS_URL ? 'redis' : 'memory' });
+  // `npm start` is the whole set-up: the chat page's bundles are built here, in memory, never committed.
+  await app.warmUp();
+  logger.info('listening', {
+    url: `https://${config.HOST === '0.0.0.0' ? 'localhost' : config.HOST}:${app.port}`,
+    database: app.deps.database.kind,
+    rateLimits: config.REDIS_URL ? 'redis' : 'memory',
+  });
 
   const shutdown = (signal: string) => {
     logger.info('shutting down', { signal });

@@ -10,7 +10,7 @@ export async function up(db: Kysely<any>) {
     // Event types this endpoint receives; '*' means all.
     .addColumn('events', sql`text[]`, (c) => c.notNull())
     .addColumn('enabled', 'boolean', (c) => c.notNull().defaultTo(true))
-    // AES-256-GCM ciphertexts (server/secrets.ts) of `whsec_…` secrets; the previous one signs too until it expires.
+    // AES-256-GCM ciphertexts (adapters/outbound/secrets.ts) of `whsec_…` secrets; the previous one signs too until it expires.
     .addColumn('secret_enc', 'text', (c) => c.notNull())
     .addColumn('previous_secret_enc', 'text')
     .addColumn('previous_secret_expires_at', 'timestamptz')

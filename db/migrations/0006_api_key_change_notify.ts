@@ -31,7 +31,9 @@ export async function up(db: Kysely<any>) {
     execute function notify_api_key_change()`.execute(db);
   await sql`create trigger chat_interfaces_deleted after delete on chat_interfaces for each row execute function notify_api_key_change()`.execute(db);
   for (const table of ['api_keys', 'chat_interfaces']) {
-    await sql`create trigger ${sql.raw(`${table}_truncated`)} after truncate on ${sql.raw(table)} for each statement execute function notify_api_key_change()`.execute(db);
+    await sql`create trigger ${sql.raw(`${table}_truncated`)} after truncate on ${sql.raw(table)} for each statement execute function notify_api_key_change()`.execute(
+      db,
+    );
   }
 }
 

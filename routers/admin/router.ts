@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { AppError } from '../../schema/errors.ts';
-import { isUuid } from '../../schema/common.ts';
+import { queryInt } from '../../schema/common.ts';
 import { ownerDetailSchema, planSchema, roleSchema, updateOwnerInput } from '../../schema/owners.ts';
 import { adminProcedure, router } from '../trpc.ts';
-import { toOwnerDetail } from '../auth/repository.ts';
+import { listOwners, toOwnerDetail, updateOwnerPlanAndRole } from '../auth/repository.ts';
 
 const tags = ['Admin'];
 
@@ -12,22 +12,16 @@ export const adminRouter = router({
     .meta({ openapi: { method: 'GET', path: '/api/v1/admin/owners', tags, summary: 'All owners (newest first, paginated)', protect: true } })
     .input(
       z.object({
-        limit: z.coerce.number().int().min(1).max(200).default(50),
-        offset: z.coerce.number().int().min(0).default(0),
+        limit: queryInt({ min: 1, max: 200 }).default(50),
+        offset: queryInt({ min: 0, max: 1_000_000_000 }).default(0),
         plan: planSchema.optional(),
         role: roleSchema.optional(),
       }),
     )
     .output(z.object({ owners: z.array(ownerDetailSchema), count: z.number().int(), total: z.number().int() }))
     .query(async ({ ctx, input }) => {
-      let query = ctx.deps.database.db.selectFrom('owners');
-      if (input.plan) query = query.where('plan', '=', input.plan);
-      if (input.role) query = query.where('role', '=', input.role);
-      const [rows, total] = await Promise.all([
-        query.selectAll().orderBy('created_at', 'desc').orderBy('id').limit(input.limit).offset(input.offset).execute(),
-        query.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-      ]);
-      return { owners: rows.map(toOwnerDetail), count: rows.length, total: Number(total.n) };
+      const { rows, total } = await listOwners(ctx.deps.database.db, { plan: input.plan, role: input.role }, { limit: input.limit, offset: input.offset });
+      return { owners: rows.map(toOwnerDetail), count: rows.length, total };
     }),
 
   updateOwner: adminProcedure
@@ -35,14 +29,7 @@ export const adminRouter = router({
     .input(updateOwnerInput)
     .output(z.object({ owner: ownerDetailSchema }))
     .mutation(async ({ ctx, input }) => {
-      const row = isUuid(input.id)
-        ? await ctx.deps.database.db
-            .updateTable('owners')
-            .set({ plan: input.plan, role: input.role, updated_at: new Date() })
-            .where('id', '=', input.id)
-            .returningAll()
-            .executeTakeFirst()
-        : undefined;
+      const row = await updateOwnerPlanAndRole(ctx.deps.database.db, input.id, { plan: input.plan, role: input.role });
       if (!row) throw new AppError('NOT_FOUND', 'Owner not found');
       return { owner: toOwnerDetail(row) };
     }),

@@ -2,13 +2,28 @@ import { describe, expect, it } from 'vitest';
 import { createApiKeyCache } from './key-cache.ts';
 import type { ActiveKey } from './repository.ts';
 
-const key = (id: string): ActiveKey => ({ id, owner_id: 'o', chat_interface_id: 'c', last_used_at: null, slug: 's', config_id: null, endpoint_url: null, endpoint_type: null, endpoint_api_key_enc: null });
+const key = (id: string): ActiveKey => ({
+  id,
+  owner_id: 'o',
+  chat_interface_id: 'c',
+  last_used_at: null,
+  slug: 's',
+  config_id: null,
+  endpoint_url: null,
+  endpoint_type: null,
+  endpoint_api_key_enc: null,
+});
 
 function setup(ttlMs = 1_000, maxEntries = 3) {
   let clock = 0;
   const cache = createApiKeyCache({ ttlMs, maxEntries, now: () => clock });
   const loads: string[] = [];
-  const rows = new Map<string, ActiveKey | undefined>([['h1', key('k1')], ['h2', key('k2')], ['h3', key('k3')], ['h4', key('k4')]]);
+  const rows = new Map<string, ActiveKey | undefined>([
+    ['h1', key('k1')],
+    ['h2', key('k2')],
+    ['h3', key('k3')],
+    ['h4', key('k4')],
+  ]);
   const lookup = (hash: string) =>
     cache.lookup(hash, async () => {
       loads.push(hash);

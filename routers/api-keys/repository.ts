@@ -52,7 +52,10 @@ export function findKey(db: Kysely<DB>, ownerId: string, id: string) {
   return db.selectFrom('api_keys').selectAll().where('owner_id', '=', ownerId).where('id', '=', id).executeTakeFirst();
 }
 
-export function insertKey(db: Kysely<DB>, row: { id: string; owner_id: string; chat_interface_id: string; name: string; key_hash: string; key_prefix: string }) {
+export function insertKey(
+  db: Kysely<DB>,
+  row: { id: string; owner_id: string; chat_interface_id: string; name: string; key_hash: string; key_prefix: string },
+) {
   return db.insertInto('api_keys').values(row).returningAll().executeTakeFirstOrThrow();
 }
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { AppError } from '../../schema/errors.ts';
 import { apiKeySchema, createApiKeyInput, createdApiKeySchema, updateApiKeyInput } from '../../schema/api-keys.ts';
-import { deletedSchema, idParam, isUuid } from '../../schema/common.ts';
+import { deletedSchema, idParam } from '../../schema/common.ts';
 import { ownerProcedure, router } from '../trpc.ts';
 import { sha256Hex } from '../auth/caller.ts';
 import { findOwnedInterface } from '../chat-interfaces/repository.ts';
@@ -24,12 +24,22 @@ export const apiKeysRouter = router({
     }),
 
   create: ownerProcedure
-    .meta({ openapi: { method: 'POST', path: '/api/v1/api-keys', tags, summary: 'Create an API key for one chat interface (the key is shown once)', protect: true }, successStatus: 201 })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/api/v1/api-keys',
+        tags,
+        summary: 'Create an API key for one chat interface (the key is shown once)',
+        protect: true,
+        errorResponses: { 404: 'chatInterfaceId names none of your chat interfaces' },
+      },
+      successStatus: 201,
+    })
     .input(createApiKeyInput)
     .output(createdApiKeySchema)
     .mutation(async ({ ctx, input }) => {
       const db = ctx.deps.database.db;
-      if (!isUuid(input.chatInterfaceId) || !(await findOwnedInterface(db, ctx.owner.id, input.chatInterfaceId))) {
+      if (!(await findOwnedInterface(db, ctx.owner.id, input.chatInterfaceId))) {
         throw new AppError('NOT_FOUND', 'Chat interface not found', 'chatInterfaceId does not name one of your chat interfaces');
       }
       const key = generateApiKey();
@@ -54,7 +64,7 @@ export const apiKeysRouter = router({
     .input(z.object({ id: idParam }))
     .output(z.object({ apiKey: apiKeySchema }))
     .query(async ({ ctx, input }) => {
-      const row = isUuid(input.id) ? await keys.findKey(ctx.deps.database.db, ctx.owner.id, input.id) : undefined;
+      const row = await keys.findKey(ctx.deps.database.db, ctx.owner.id, input.id);
       if (!row) throw notFound();
       return { apiKey: keys.toApiKey(row) };
     }),
@@ -65,7 +75,6 @@ export const apiKeysRouter = router({
     .output(z.object({ apiKey: apiKeySchema }))
     .mutation(async ({ ctx, input }) => {
       const { id, ...changes } = input;
-      if (!isUuid(id)) throw notFound();
       const row = await withEvents(
         ctx.deps,
         (trx) => keys.updateKey(trx, ctx.owner.id, id, changes),
@@ -81,7 +90,6 @@ export const apiKeysRouter = router({
     .input(z.object({ id: idParam }))
     .output(deletedSchema)
     .mutation(async ({ ctx, input }) => {
-      if (!isUuid(input.id)) throw notFound();
       const deleted = await withEvents(
         ctx.deps,
         (trx) => keys.deleteKey(trx, ctx.owner.id, input.id),

@@ -4,30 +4,8 @@ import type { AppDeps } from '../context.ts';
 import { parseApiKey } from '../api-keys/key-format.ts';
 import { findActiveKeyByHash, touchKeyLastUsed } from '../api-keys/repository.ts';
 import { looksLikeJwt, resolveOidcCaller } from './oidc.ts';
-
-export interface OwnerPrincipal {
-  id: string;
-  email: string;
-  name: string | null;
-  plan: 'free' | 'premium' | 'enterprise';
-  role: 'owner' | 'admin';
-}
-
-/** The chat interface an API key is bound to, read with the key (the chat endpoint needs nothing else). */
-export interface KeyInterface {
-  id: string;
-  owner_id: string;
-  slug: string;
-  config_id: string | null;
-  endpoint_url: string | null;
-  endpoint_type: string | null;
-  endpoint_api_key_enc: string | null;
-}
-
-export type Caller =
-  | { kind: 'owner'; owner: OwnerPrincipal; sessionId: string }
-  | { kind: 'apiKey'; keyId: string; ownerId: string; chatInterfaceId: string; chatInterface?: KeyInterface }
-  | { kind: 'anonymous'; reason: 'missing' | 'invalid' };
+import type { Caller, OwnerPrincipal } from './principal.ts';
+import { readVisitorToken, VISITOR_TOKEN_PREFIX } from '../visitors/token.ts';
 
 export const sha256Hex = (value: string) => createHash('sha256').update(value).digest('hex');
 
@@ -35,7 +13,10 @@ export const sha256Hex = (value: string) => createHash('sha256').update(value).d
  * Turns an Authorization header into a caller. Never throws for bad credentials: it returns an
  * anonymous caller and the procedure's auth rule answers 401, so rate limiting can still key on IP.
  */
-export async function resolveCaller(deps: AppDeps, authorization: string | undefined): Promise<Caller> {
+export async function resolveCaller(
+  deps: Pick<AppDeps, 'apiKeyCache' | 'config' | 'database' | 'sessions' | 'http' | 'logger' | 'secrets'>,
+  authorization: string | undefined,
+): Promise<Caller> {
   if (!authorization) return { kind: 'anonymous', reason: 'missing' };
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
   if (!match?.[1]) return { kind: 'anonymous', reason: 'invalid' };
@@ -67,6 +48,13 @@ export async function resolveCaller(deps: AppDeps, authorization: string | undef
     };
   }
 
+  if (token.startsWith(VISITOR_TOKEN_PREFIX)) {
+    // Signed, not stored: checked without a database round trip; what it names is checked by the procedure.
+    const claims = readVisitorToken(deps.secrets, token, Date.now());
+    if (!claims) return { kind: 'anonymous', reason: 'invalid' };
+    return { kind: 'visitor', visitorId: claims.visitorId, chatInterfaceId: claims.chatInterfaceId };
+  }
+
   // Optional OIDC: ID tokens are JWTs (dotted); session tokens are 43 base64url characters without dots.
   if (deps.config.OIDC_ISSUER && looksLikeJwt(token)) return resolveOidcCaller(deps, token);
 
@@ -80,6 +68,6 @@ export function unauthorized(caller: Caller): AppError {
   return new AppError(
     'UNAUTHORIZED',
     caller.kind === 'anonymous' && caller.reason === 'missing' ? 'Authentication required' : 'Invalid or expired credentials',
-    'Send Authorization: Bearer <session token or API key>',
+    'Send Authorization: Bearer <session token, API key or visitor token>',
   );
 }

@@ -14,10 +14,11 @@ import {
   type JWTHeaderParameters,
   type JWTPayload,
 } from 'jose';
-import type { Kysely } from 'kysely';
-import type { DB, OwnerRow } from '../../db/types.ts';
+import type { OwnerRow } from '../../db/types.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import type { AppDeps } from '../context.ts';
-import type { Caller, OwnerPrincipal } from './caller.ts';
+import type { Caller, OwnerPrincipal } from './principal.ts';
+import { findOwnerByEmail, findOwnerByOidcSubject, insertOidcOwner, linkOidcSubject } from './repository.ts';
 
 /** Asymmetric algorithms only: never 'none', never HS* (the JWKS is public, a shared secret would be too). */
 export const OIDC_ALGORITHMS = ['RS256', 'ES256', 'PS256', 'EdDSA'];
@@ -37,6 +38,8 @@ export function looksLikeJwt(token: string): boolean {
 }
 
 type KeyResolver = ReturnType<typeof createLocalJWKSet>;
+/** One object per running app: the key cache is kept per deps object. */
+type OidcDeps = Pick<AppDeps, 'config' | 'database' | 'http' | 'logger'>;
 
 /** Whether `since` is less than `ms` ago; a clock that jumped backwards counts as expired rather than blocking fetches. */
 function within(since: number, ms: number): boolean {
@@ -52,7 +55,7 @@ class JwksCache {
   private inflight: Promise<void> | undefined;
   private jwksUrl: string | undefined;
 
-  constructor(private readonly deps: AppDeps) {
+  constructor(private readonly deps: OidcDeps) {
     this.jwksUrl = deps.config.OIDC_JWKS_URL;
   }
 
@@ -129,19 +132,18 @@ function isJwks(value: unknown): value is JSONWebKeySet {
 }
 
 // One cache per running app (tests start several apps in one process).
-const caches = new WeakMap<AppDeps, JwksCache>();
-function cacheFor(deps: AppDeps): JwksCache {
+const caches = new WeakMap<OidcDeps, JwksCache>();
+function cacheFor(deps: OidcDeps): JwksCache {
   let cache = caches.get(deps);
   if (!cache) caches.set(deps, (cache = new JwksCache(deps)));
   return cache;
 }
 
 const sha256Hex = (value: string) => createHash('sha256').update(value).digest('hex');
-const isUniqueViolation = (error: unknown) => (error as { code?: string } | null)?.code === '23505';
 const invalid: Caller = { kind: 'anonymous', reason: 'invalid' };
 
 /** Verifies an ID token of OIDC_ISSUER and maps it to an owner. Only call when OIDC_ISSUER is set. */
-export async function resolveOidcCaller(deps: AppDeps, token: string): Promise<Caller> {
+export async function resolveOidcCaller(deps: OidcDeps, token: string): Promise<Caller> {
   const { OIDC_ISSUER: issuer, OIDC_AUDIENCE: audience } = deps.config;
   if (!issuer) return invalid;
 
@@ -168,66 +170,40 @@ export async function resolveOidcCaller(deps: AppDeps, token: string): Promise<C
 }
 
 /** By oidc_subject; else by verified email (link the existing owner, or create one). Retries once on a concurrent first sign-in. */
-async function findOrLinkOwner(deps: AppDeps, subject: string, claims: JWTPayload, retry = true): Promise<OwnerRow | undefined> {
+async function findOrLinkOwner(deps: OidcDeps, subject: string, claims: JWTPayload, retry = true): Promise<OwnerRow | undefined> {
   const { db } = deps.database;
-  const linked = await db.selectFrom('owners').selectAll().where('oidc_subject', '=', subject).executeTakeFirst();
+  const linked = await findOwnerByOidcSubject(db, subject);
   if (linked) return linked;
 
   const email = typeof claims.email === 'string' ? claims.email.trim().toLowerCase() : '';
   if (claims.email_verified !== true || email === '' || email.length > 254 || !email.includes('@')) return undefined;
 
-  const existing = await db.selectFrom('owners').selectAll().where('email', '=', email).executeTakeFirst();
+  const existing = await findOwnerByEmail(db, email);
   if (existing) {
     if (existing.oidc_subject !== null) {
       // Already linked to another subject of the provider: never move an account between subjects.
       deps.logger.warn('oidc: email already linked to another subject', { ownerId: existing.id });
       return undefined;
     }
-    const updated = await linkSubject(db, existing.id, subject);
+    const updated = await linkOidcSubject(db, existing.id, subject);
     if (updated) deps.logger.info('oidc: linked owner to provider subject', { ownerId: existing.id });
     return updated ?? (retry ? findOrLinkOwner(deps, subject, claims, false) : undefined);
   }
 
   try {
-    const row = await db
-      .insertInto('owners')
-      .values({
-        id: randomUUID(),
-        email,
-        name: nameFrom(claims.name),
-        password_hash: null,
-        oidc_subject: subject,
-        plan: 'free',
-        role: deps.config.ADMIN_EMAILS.includes(email) ? 'admin' : 'owner',
-        tour_completed_at: null,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const row = await insertOidcOwner(db, {
+      id: randomUUID(),
+      email,
+      name: nameFrom(claims.name),
+      oidc_subject: subject,
+      role: deps.config.ADMIN_EMAILS.includes(email) ? 'admin' : 'owner',
+    });
     deps.logger.info('oidc: created owner', { ownerId: row.id });
     return row;
   } catch (error) {
     if (retry && isUniqueViolation(error)) return findOrLinkOwner(deps, subject, claims, false);
     throw error;
   }
-}
-
-/**
- * Links a password account to the provider subject whose verified email it carries. Sign-up never verified
- * that email, so whoever created the account may not be its owner: its password and sessions are dropped,
- * and from now on the account is reached through the provider.
- */
-function linkSubject(db: Kysely<DB>, ownerId: string, subject: string) {
-  return db.transaction().execute(async (trx) => {
-    const linked = await trx
-      .updateTable('owners')
-      .set({ oidc_subject: subject, password_hash: null, updated_at: new Date() })
-      .where('id', '=', ownerId)
-      .where('oidc_subject', 'is', null)
-      .returningAll()
-      .executeTakeFirst();
-    if (linked) await trx.deleteFrom('sessions').where('owner_id', '=', ownerId).execute();
-    return linked;
-  });
 }
 
 function nameFrom(claim: unknown): string | null {

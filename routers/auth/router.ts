@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { AppError } from '../../schema/errors.ts';
 import { authResultSchema, ownerDetailSchema, signInInput, signUpInput } from '../../schema/owners.ts';
 import { ownerProcedure, publicProcedure, router } from '../trpc.ts';
-import { isUniqueViolation } from '../chat-interfaces/repository.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import { DUMMY_HASH_PROMISE, hashPassword, verifyPassword } from './passwords.ts';
 import { issueSessionToken } from './sessions.ts';
 import { findOwnerByEmail, findOwnerById, insertOwner, toOwner, toOwnerDetail } from './repository.ts';
@@ -13,7 +13,16 @@ const invalidCredentials = () => new AppError('UNAUTHORIZED', 'Invalid email or 
 
 export const authRouter = router({
   signUp: publicProcedure
-    .meta({ openapi: { method: 'POST', path: '/api/v1/auth/sign-up', tags, summary: 'Create an owner account and a session' }, successStatus: 201 })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/api/v1/auth/sign-up',
+        tags,
+        summary: 'Create an owner account and a session',
+        errorResponses: { 409: 'An account with this email already exists' },
+      },
+      successStatus: 201,
+    })
     .input(signUpInput)
     .output(authResultSchema)
     .mutation(async ({ ctx, input }) => {
@@ -30,7 +39,15 @@ export const authRouter = router({
     }),
 
   signIn: publicProcedure
-    .meta({ openapi: { method: 'POST', path: '/api/v1/auth/sign-in', tags, summary: 'Sign in with email and password; returns a session token' } })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/api/v1/auth/sign-in',
+        tags,
+        summary: 'Sign in with email and password; returns a session token',
+        errorResponses: { 401: 'Wrong email or password' },
+      },
+    })
     .input(signInInput)
     .output(authResultSchema)
     .mutation(async ({ ctx, input }) => {

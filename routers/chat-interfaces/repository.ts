@@ -3,8 +3,22 @@ import type { ChatInterfaceRow, ChatInterfacesTable, DB } from '../../db/types.t
 
 // Every read names the owner: another owner's interface is indistinguishable from a missing one.
 const columns = [
-  'id', 'owner_id', 'name', 'slug', 'config_id', 'endpoint_url', 'endpoint_type', 'endpoint_api_key_enc',
-  'welcome_message', 'primary_color', 'placeholder', 'avatar_version', 'created_at', 'updated_at',
+  'id',
+  'owner_id',
+  'name',
+  'slug',
+  'config_id',
+  'endpoint_url',
+  'endpoint_type',
+  'endpoint_api_key_enc',
+  'welcome_message',
+  'primary_color',
+  'placeholder',
+  'avatar_version',
+  'public',
+  'allowed_origins',
+  'created_at',
+  'updated_at',
 ] as const;
 export type ChatInterfaceRecord = Omit<ChatInterfaceRow, 'avatar_webp'>;
 
@@ -35,6 +49,18 @@ export async function deleteInterface(db: Kysely<DB>, ownerId: string, id: strin
   return Number(result.numDeletedRows) > 0;
 }
 
+/** Stores a new avatar and bumps its version (the URL changes, so caches refetch); false when there is no such interface. */
+export async function replaceAvatar(db: Kysely<DB>, ownerId: string, id: string, webp: Uint8Array): Promise<boolean> {
+  const row = await db
+    .updateTable('chat_interfaces')
+    .set((eb) => ({ avatar_webp: webp, avatar_version: eb('avatar_version', '+', 1), updated_at: new Date() }))
+    .where('owner_id', '=', ownerId)
+    .where('id', '=', id)
+    .returning(['id'])
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 export function findAvatar(db: Kysely<DB>, id: string) {
   return db.selectFrom('chat_interfaces').select(['avatar_webp', 'avatar_version']).where('id', '=', id).executeTakeFirst();
 }
@@ -49,6 +75,3 @@ export async function countKeysByInterface(db: Kysely<DB>, ownerId: string) {
     .execute();
   return new Map(rows.map((r) => [r.chat_interface_id, Number(r.n)]));
 }
-
-/** Postgres unique violation (SQLSTATE 23505), as raised by both postgres.js and PGlite. */
-export const isUniqueViolation = (error: unknown) => (error as { code?: string } | null)?.code === '23505';

@@ -1,15 +1,18 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { AppError } from '../../schema/errors.ts';
-import { deletedSchema, idParam, isUuid, toIso } from '../../schema/common.ts';
+import { deletedSchema, idParam, lookupId, namesNothing, saveWarningsSchema, toIso } from '../../schema/common.ts';
 import { chatInterfaceSchema, createChatInterfaceInput, updateChatInterfaceInput } from '../../schema/chat-interfaces.ts';
 import { rawResponseSchema, uploadedFileSchema } from '../../schema/uploads.ts';
 import type { AppDeps } from '../context.ts';
 import { ownerProcedure, publicProcedure, router } from '../trpc.ts';
 import { AVATAR_MAX_UPLOAD_BYTES, processAvatar } from './avatar.ts';
 import * as repo from './repository.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
+import { findConfig } from '../knowledge-base/repository.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import { testConnectionProcedure } from './test-connection.ts';
+import { checkAddressAtSave, withWarnings } from '../address-at-save.ts';
 
 const tags = ['Chat interfaces'];
 const notFound = () => new AppError('NOT_FOUND', 'Chat interface not found');
@@ -27,6 +30,8 @@ export function toChatInterface(row: repo.ChatInterfaceRecord) {
     placeholder: row.placeholder,
     primaryColor: row.primary_color,
     avatarUrl: row.avatar_version > 0 ? `/api/v1/chat-interfaces/${row.id}/avatar?v=${row.avatar_version}` : null,
+    public: row.public,
+    allowedOrigins: row.allowed_origins,
     createdAt: toIso(row.created_at)!,
     updatedAt: toIso(row.updated_at)!,
   };
@@ -43,14 +48,13 @@ function slugFrom(name: string) {
   return `${base || 'chat'}-${randomBytes(4).toString('hex')}`;
 }
 
-/** Saving an endpoint that points into a private network is refused at once, not at first use. */
-async function checkEndpoint(deps: AppDeps, url: string | null | undefined) {
-  if (!url) return;
-  try {
-    await deps.http.assertAllowed(url);
-  } catch (error) {
-    throw new AppError('VALIDATION_FAILED', 'endpointUrl is not allowed', `endpointUrl: ${(error as Error).message}`);
-  }
+/** Saving an endpoint that points into a private network is refused at once, not at first use; a name that
+ *  does not resolve yet is saved, with a warning (the call-time check is what protects). */
+async function checkEndpoint(deps: Pick<AppDeps, 'http'>, url: string | null | undefined): Promise<string | undefined> {
+  if (!url) return undefined;
+  const checked = await checkAddressAtSave(deps.http, 'endpointUrl', url);
+  if (checked.refused !== undefined) throw new AppError('VALIDATION_FAILED', 'endpointUrl is not allowed', `endpointUrl: ${checked.refused}`);
+  return checked.warning;
 }
 
 /** A stored upstream key is never sent to a different host than the one it was saved for. */
@@ -65,9 +69,9 @@ async function hostChanged(db: AppDeps['database']['db'], ownerId: string, id: s
 const conflict = () => new AppError('CONFLICT', 'Slug already in use', 'slug: choose another slug');
 
 /** configId must name one of the owner's knowledge bases. */
-async function checkConfig(deps: AppDeps, ownerId: string, configId: string | null | undefined) {
+async function checkConfig(db: AppDeps['database']['db'], ownerId: string, configId: string | null | undefined) {
   if (!configId) return;
-  const found = isUuid(configId) && (await deps.database.db.selectFrom('kb_configs').select('id').where('owner_id', '=', ownerId).where('id', '=', configId).executeTakeFirst());
+  const found = await findConfig(db, ownerId, lookupId(configId));
   if (!found) throw new AppError('VALIDATION_FAILED', 'Invalid request parameters', 'configId: no knowledge base configuration with this id');
 }
 
@@ -82,34 +86,46 @@ export const chatInterfacesRouter = router({
     }),
 
   create: ownerProcedure
-    .meta({ openapi: { method: 'POST', path: '/api/v1/chat-interfaces', tags, summary: 'Create a chat interface', protect: true }, successStatus: 201 })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/api/v1/chat-interfaces',
+        tags,
+        summary: 'Create a chat interface',
+        protect: true,
+        errorResponses: { 409: 'The slug is taken' },
+      },
+      successStatus: 201,
+    })
     .input(createChatInterfaceInput)
-    .output(z.object({ chatInterface: chatInterfaceSchema }))
+    .output(z.object({ chatInterface: chatInterfaceSchema, warnings: saveWarningsSchema }))
     .mutation(async ({ ctx, input }) => {
-      await checkEndpoint(ctx.deps, input.endpointUrl);
-      await checkConfig(ctx.deps, ctx.owner.id, input.configId);
+      const warning = await checkEndpoint(ctx.deps, input.endpointUrl);
+      await checkConfig(ctx.deps.database.db, ctx.owner.id, input.configId);
       try {
         const row = await withEvents(
           ctx.deps,
           (trx) =>
             repo.insertInterface(trx, {
-          id: randomUUID(),
-          owner_id: ctx.owner.id,
-          name: input.name,
-          slug: input.slug ?? slugFrom(input.name),
-          config_id: input.configId ?? null,
-          endpoint_url: input.endpointUrl ?? null,
-          endpoint_type: input.endpointType ?? null,
-          endpoint_api_key_enc: input.apiKey ? ctx.deps.secrets.seal(input.apiKey) : null,
-          welcome_message: input.welcomeMessage ?? null,
-          placeholder: input.placeholder ?? null,
-          primary_color: input.primaryColor ?? null,
+              id: randomUUID(),
+              owner_id: ctx.owner.id,
+              name: input.name,
+              slug: input.slug ?? slugFrom(input.name),
+              config_id: input.configId ?? null,
+              endpoint_url: input.endpointUrl ?? null,
+              endpoint_type: input.endpointType ?? null,
+              endpoint_api_key_enc: input.apiKey ? ctx.deps.secrets.seal(input.apiKey) : null,
+              welcome_message: input.welcomeMessage ?? null,
+              placeholder: input.placeholder ?? null,
+              primary_color: input.primaryColor ?? null,
+              public: input.public ?? false,
+              allowed_origins: [...new Set(input.allowedOrigins ?? [])],
             }),
           (created) => [webhookEvent(ctx.owner.id, 'chat_interface.created', toChatInterface(created))],
         );
-        return { chatInterface: toChatInterface(row) };
+        return withWarnings({ chatInterface: toChatInterface(row) }, [warning]);
       } catch (error) {
-        if (repo.isUniqueViolation(error)) throw conflict();
+        if (isUniqueViolation(error)) throw conflict();
         throw error;
       }
     }),
@@ -119,19 +135,28 @@ export const chatInterfacesRouter = router({
     .input(z.object({ id: idParam }))
     .output(z.object({ chatInterface: chatInterfaceSchema }))
     .query(async ({ ctx, input }) => {
-      const row = isUuid(input.id) ? await repo.findOwnedInterface(ctx.deps.database.db, ctx.owner.id, input.id) : undefined;
+      const row = await repo.findOwnedInterface(ctx.deps.database.db, ctx.owner.id, input.id);
       if (!row) throw notFound();
       return { chatInterface: toChatInterface(row) };
     }),
 
   update: ownerProcedure
-    .meta({ openapi: { method: 'PATCH', path: '/api/v1/chat-interfaces/{id}', tags, summary: 'Update a chat interface (only the fields given)', protect: true } })
+    .meta({
+      openapi: {
+        method: 'PATCH',
+        path: '/api/v1/chat-interfaces/{id}',
+        tags,
+        summary: 'Update a chat interface (only the fields given)',
+        protect: true,
+        errorResponses: { 409: 'The slug is taken' },
+      },
+    })
     .input(updateChatInterfaceInput)
-    .output(z.object({ chatInterface: chatInterfaceSchema }))
+    .output(z.object({ chatInterface: chatInterfaceSchema, warnings: saveWarningsSchema }))
     .mutation(async ({ ctx, input }) => {
-      if (!isUuid(input.id)) throw notFound();
-      await checkEndpoint(ctx.deps, input.endpointUrl);
-      await checkConfig(ctx.deps, ctx.owner.id, input.configId);
+      if (namesNothing(input.id)) throw notFound();
+      const warning = await checkEndpoint(ctx.deps, input.endpointUrl);
+      await checkConfig(ctx.deps.database.db, ctx.owner.id, input.configId);
       const changes = {
         name: input.name,
         slug: input.slug,
@@ -149,6 +174,8 @@ export const chatInterfacesRouter = router({
         welcome_message: input.welcomeMessage,
         placeholder: input.placeholder,
         primary_color: input.primaryColor,
+        public: input.public,
+        allowed_origins: input.allowedOrigins && [...new Set(input.allowedOrigins)],
       };
       try {
         const row = await withEvents(
@@ -158,9 +185,9 @@ export const chatInterfacesRouter = router({
         );
         ctx.deps.apiKeyCache.invalidate();
         if (!row) throw notFound();
-        return { chatInterface: toChatInterface(row) };
+        return withWarnings({ chatInterface: toChatInterface(row) }, [warning]);
       } catch (error) {
-        if (repo.isUniqueViolation(error)) throw conflict();
+        if (isUniqueViolation(error)) throw conflict();
         throw error;
       }
     }),
@@ -170,7 +197,6 @@ export const chatInterfacesRouter = router({
     .input(z.object({ id: idParam }))
     .output(deletedSchema)
     .mutation(async ({ ctx, input }) => {
-      if (!isUuid(input.id)) throw notFound();
       const deleted = await withEvents(
         ctx.deps,
         (trx) => repo.deleteInterface(trx, ctx.owner.id, input.id),
@@ -183,7 +209,14 @@ export const chatInterfacesRouter = router({
 
   uploadAvatar: ownerProcedure
     .meta({
-      openapi: { method: 'POST', path: '/api/v1/chat-interfaces/{id}/avatar', tags, summary: 'Upload the avatar/logo (resized to 256x256 WebP, metadata stripped)', protect: true, contentTypes: ['multipart/form-data'] },
+      openapi: {
+        method: 'POST',
+        path: '/api/v1/chat-interfaces/{id}/avatar',
+        tags,
+        summary: 'Upload the avatar/logo (resized to 256x256 WebP, metadata stripped)',
+        protect: true,
+        contentTypes: ['multipart/form-data'],
+      },
       multipart: { fileField: 'file', maxBytes: AVATAR_MAX_UPLOAD_BYTES },
       rateLimit: 'upload',
     })
@@ -191,20 +224,11 @@ export const chatInterfacesRouter = router({
     .output(z.object({ chatInterface: chatInterfaceSchema }))
     .mutation(async ({ ctx, input }) => {
       const db = ctx.deps.database.db;
-      if (!isUuid(input.id) || !(await repo.findOwnedInterface(db, ctx.owner.id, input.id))) throw notFound();
+      if (!(await repo.findOwnedInterface(db, ctx.owner.id, input.id))) throw notFound();
       const webp = await processAvatar(input.file.bytes);
       const updated = await withEvents(
         ctx.deps,
-        async (trx) => {
-          const row = await trx
-            .updateTable('chat_interfaces')
-            .set((eb) => ({ avatar_webp: webp, avatar_version: eb('avatar_version', '+', 1), updated_at: new Date() }))
-            .where('owner_id', '=', ctx.owner.id)
-            .where('id', '=', input.id)
-            .returning(['id'])
-            .executeTakeFirst();
-          return row && (await repo.findOwnedInterface(trx, ctx.owner.id, input.id));
-        },
+        async (trx) => (await repo.replaceAvatar(trx, ctx.owner.id, input.id, webp)) && (await repo.findOwnedInterface(trx, ctx.owner.id, input.id)),
         (changed) => (changed ? [webhookEvent(ctx.owner.id, 'chat_interface.updated', toChatInterface(changed))] : []),
       );
       if (!updated) throw notFound();
@@ -214,11 +238,20 @@ export const chatInterfacesRouter = router({
   testConnection: testConnectionProcedure,
 
   avatar: publicProcedure
-    .meta({ openapi: { method: 'GET', path: '/api/v1/chat-interfaces/{id}/avatar', tags, summary: 'The avatar image (public: visitors see it in the widget)', contentTypes: ['image/webp'] }, rawResponse: true })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/api/v1/chat-interfaces/{id}/avatar',
+        tags,
+        summary: 'The avatar image (public: visitors see it in the widget)',
+        contentTypes: ['image/webp'],
+      },
+      rawResponse: true,
+    })
     .input(z.object({ id: idParam, v: z.string().max(20).optional() }))
     .output(rawResponseSchema)
     .query(async ({ ctx, input }) => {
-      const row = isUuid(input.id) ? await repo.findAvatar(ctx.deps.database.db, input.id) : undefined;
+      const row = await repo.findAvatar(ctx.deps.database.db, input.id);
       if (!row?.avatar_webp) throw new AppError('NOT_FOUND', 'Avatar not found');
       return { contentType: 'image/webp', body: row.avatar_webp, cacheControl: 'public, max-age=86400' };
     }),

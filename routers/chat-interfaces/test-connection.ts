@@ -3,9 +3,9 @@ import { AppError } from '../../schema/errors.ts';
 import { idParam, isUuid } from '../../schema/common.ts';
 import { endpointTypeSchema } from '../../schema/chat-interfaces.ts';
 import { ownerProcedure } from '../trpc.ts';
-import { callEndpoint } from '../../adapters/ai/connector/connector.ts';
-import { detectEndpointType } from '../../adapters/ai/connector/detect.ts';
-import { ConnectorError } from '../../adapters/ai/connector/types.ts';
+import { callEndpoint } from '../../adapters/outbound/ai/connector/connector.ts';
+import { detectEndpointType } from '../../adapters/outbound/ai/connector/detect.ts';
+import { AiUpstreamError } from '../../adapters/outbound/ai/core/upstream-error.ts';
 import { findOwnedInterface } from './repository.ts';
 
 const TEST_MESSAGE = 'Hello! This is a test message from the Test Connection button. Please reply briefly.';
@@ -16,11 +16,22 @@ const TEST_MESSAGE = 'Hello! This is a test message from the Test Connection but
  * report says why; only a bad request or someone else's interface is an error.
  */
 export const testConnectionProcedure = ownerProcedure
-  .meta({ openapi: { method: 'POST', path: '/api/v1/chat-interfaces/{id}/test-connection', tags: ['Chat interfaces'], summary: 'Send a test message to the external endpoint (saved, or given unsaved) and report what came back', protect: true } })
+  .meta({
+    openapi: {
+      method: 'POST',
+      path: '/api/v1/chat-interfaces/{id}/test-connection',
+      tags: ['Chat interfaces'],
+      summary: 'Send a test message to the external endpoint (saved, or given unsaved) and report what came back',
+      protect: true,
+    },
+  })
   .input(
     z.object({
       id: idParam,
-      endpointUrl: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2048).optional(),
+      endpointUrl: z
+        .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
+        .max(2048)
+        .optional(),
       apiKey: z.string().min(1).max(4096).optional(),
       endpointType: endpointTypeSchema.optional(),
       message: z.string().trim().min(1).max(1000).optional(),
@@ -46,8 +57,10 @@ export const testConnectionProcedure = ownerProcedure
     if (!iface) throw new AppError('NOT_FOUND', 'Chat interface not found');
     const endpointUrl = input.endpointUrl ?? iface.endpoint_url;
     if (!endpointUrl) throw new AppError('VALIDATION_FAILED', 'No endpoint to test', 'endpointUrl: give one, or save one on the chat interface first');
-    const apiKey = input.apiKey ?? (input.endpointUrl === undefined && iface.endpoint_api_key_enc ? ctx.deps.secrets.open(iface.endpoint_api_key_enc) : undefined);
-    const override = input.endpointType ?? (input.endpointUrl === undefined ? (iface.endpoint_type as z.infer<typeof endpointTypeSchema> | null) : null) ?? undefined;
+    const apiKey =
+      input.apiKey ?? (input.endpointUrl === undefined && iface.endpoint_api_key_enc ? ctx.deps.secrets.open(iface.endpoint_api_key_enc) : undefined);
+    const override =
+      input.endpointType ?? (input.endpointUrl === undefined ? (iface.endpoint_type as z.infer<typeof endpointTypeSchema> | null) : null) ?? undefined;
     const detectedType = detectEndpointType(endpointUrl);
     const base = {
       endpointHost: new URL(endpointUrl).host,
@@ -66,9 +79,19 @@ export const testConnectionProcedure = ownerProcedure
         timeoutMs: ctx.deps.config.OUTBOUND_TIMEOUT_MS,
         signal: ctx.signal,
       });
-      return { ...base, ok: true, authAccepted: true, formatRecognized: true, status: reply.status, reply: reply.text, latencyMs: reply.latencyMs, error: null };
+      return {
+        ...base,
+        ok: true,
+        authAccepted: true,
+        formatRecognized: true,
+        status: reply.status,
+        reply: reply.text,
+        latencyMs: reply.latencyMs,
+        error: null,
+      };
     } catch (error) {
-      if (!(error instanceof ConnectorError)) throw error;
+      // The owner's own endpoint: the report keeps the upstream's excerpt (`detail`), which a visitor never sees.
+      if (!(error instanceof AiUpstreamError)) throw error;
       const reached = error.status !== undefined;
       return {
         ...base,

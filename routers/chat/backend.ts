@@ -1,9 +1,10 @@
 import type { AppDeps } from '../context.ts';
 import { AppError } from '../../schema/errors.ts';
-import { callEndpoint, streamEndpoint } from '../../adapters/ai/connector/connector.ts';
-import { ConnectorError, type ConnectorRequest, type EndpointType } from '../../adapters/ai/connector/types.ts';
-import { answerQuery, streamAnswer, type Source } from '../knowledge-base/answer.ts';
-import { countTokens } from '../knowledge-base/tokens.ts';
+import { callEndpoint, streamEndpoint } from '../../adapters/outbound/ai/connector/connector.ts';
+import type { ConnectorRequest, EndpointType } from '../../adapters/outbound/ai/connector/types.ts';
+import { rethrowUpstream, visitorUpstreamError } from '../ai-errors.ts';
+import { answerQuery, streamAnswer, type AnswerDeps, type AnswerOptions, type Source } from '../knowledge-base/answer.ts';
+import { countTokens } from '../../adapters/outbound/text/tokens.ts';
 import type { KbConfigRow } from '../knowledge-base/repository.ts';
 
 export interface ChatBackendInput {
@@ -13,6 +14,8 @@ export interface ChatBackendInput {
   sessionId: string;
   history: Array<{ role: 'user' | 'assistant'; content: string }>;
   signal?: AbortSignal;
+  /** Ties the warning that keeps an upstream's answer (never shown to the visitor) to the request. */
+  requestId: string;
 }
 
 export interface ChatBackendReply {
@@ -21,24 +24,19 @@ export interface ChatBackendReply {
   usage: { promptTokens: number; completionTokens: number; totalTokens: number };
 }
 
-/** The connector's failures, as the clear messages the spec names; statuses come from the one mapper. */
-export function connectorToAppError(error: unknown): never {
-  if (!(error instanceof ConnectorError)) throw error;
-  const details = error.detail ? `${error.kind}: ${error.detail}` : error.kind;
-  switch (error.kind) {
-    case 'timeout':
-      throw new AppError('UPSTREAM_TIMEOUT', error.message, details);
-    case 'invalid_response':
-      throw new AppError('UPSTREAM_INVALID_RESPONSE', error.message, details);
-    case 'connection_failed':
-    case 'blocked':
-      throw new AppError('UPSTREAM_CONNECTION_FAILED', error.message, details);
-    default:
-      throw new AppError('UPSTREAM_ERROR', error.message, details);
-  }
+/** What the chat backend uses: the connector's client and settings, the log, and what answering from a knowledge base uses. */
+export type ChatBackendDeps = Pick<AppDeps, 'http' | 'secrets' | 'config' | 'logger'> & AnswerDeps;
+
+/**
+ * The visitor holds a key from a public web page, so what the owner's backend or providers printed (tracebacks,
+ * internal addresses, their own secrets) stays out of the answer: routers/ai-errors.ts gives the fixed message
+ * of the kind, and the log keeps the upstream's answer under the request id.
+ */
+function visitorAnswerOptions(deps: ChatBackendDeps, input: ChatBackendInput): AnswerOptions {
+  return { signal: input.signal, history: input.history, onUpstreamError: (error) => visitorUpstreamError(deps, input.requestId, error) };
 }
 
-function connectorRequest(deps: AppDeps, input: ChatBackendInput): ConnectorRequest {
+function connectorRequest(deps: Pick<AppDeps, 'secrets' | 'config'>, input: ChatBackendInput): ConnectorRequest {
   const endpoint = input.endpoint!;
   return {
     endpointUrl: endpoint.url,
@@ -61,24 +59,32 @@ const counted = (prompt: string, completion: string) => {
   return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
 };
 
-const notConfigured = () => new AppError('SERVICE_UNAVAILABLE', 'This chat interface is not configured to answer yet', 'Give it a knowledge base (configId) or an external endpoint (endpointUrl)');
+const notConfigured = () =>
+  new AppError(
+    'SERVICE_UNAVAILABLE',
+    'This chat interface is not configured to answer yet',
+    'Give it a knowledge base (configId) or an external endpoint (endpointUrl)',
+  );
 
 /** An external endpoint answers when one is configured; otherwise the interface's knowledge base. */
-export async function runChatBackend(deps: AppDeps, input: ChatBackendInput): Promise<ChatBackendReply> {
+export async function runChatBackend(deps: ChatBackendDeps, input: ChatBackendInput): Promise<ChatBackendReply> {
   if (input.endpoint) {
     try {
       const reply = await callEndpoint(deps.http, connectorRequest(deps, input));
       return { text: reply.text, sources: [], usage: reply.usage ?? counted(input.message, reply.text) };
     } catch (error) {
-      connectorToAppError(error);
+      rethrowUpstream(error, (upstream) => visitorUpstreamError(deps, input.requestId, upstream));
     }
   }
   if (!input.kb) throw notConfigured();
-  const result = await answerQuery(deps, input.kb, input.message, { signal: input.signal, history: input.history });
+  const result = await answerQuery(deps, input.kb, input.message, visitorAnswerOptions(deps, input));
   return { text: result.answer, sources: result.sources, usage: result.usage };
 }
 
-export async function* streamChatBackend(deps: AppDeps, input: ChatBackendInput): AsyncGenerator<{ type: 'delta'; text: string } | { type: 'done'; reply: ChatBackendReply }> {
+export async function* streamChatBackend(
+  deps: ChatBackendDeps,
+  input: ChatBackendInput,
+): AsyncGenerator<{ type: 'delta'; text: string } | { type: 'done'; reply: ChatBackendReply }> {
   if (input.endpoint) {
     try {
       for await (const event of streamEndpoint(deps.http, connectorRequest(deps, input))) {
@@ -87,11 +93,11 @@ export async function* streamChatBackend(deps: AppDeps, input: ChatBackendInput)
       }
       return;
     } catch (error) {
-      connectorToAppError(error);
+      rethrowUpstream(error, (upstream) => visitorUpstreamError(deps, input.requestId, upstream));
     }
   }
   if (!input.kb) throw notConfigured();
-  for await (const event of streamAnswer(deps, input.kb, input.message, { signal: input.signal, history: input.history })) {
+  for await (const event of streamAnswer(deps, input.kb, input.message, visitorAnswerOptions(deps, input))) {
     if (event.type === 'delta') yield event;
     else if (event.type === 'complete') yield { type: 'done', reply: { text: event.answer, sources: event.sources, usage: event.usage } };
   }

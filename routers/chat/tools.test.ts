@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { proposeSlots, selectToolCalls } from './tools.ts';
 
-const lead = { name: 'lead_capture', enabled: true, config: { title: 'Leave your details', fields: [{ name: 'email', label: 'Email', type: 'email', required: true }] } };
+const lead = {
+  name: 'lead_capture',
+  enabled: true,
+  config: { title: 'Leave your details', fields: [{ name: 'email', label: 'Email', type: 'email', required: true }] },
+};
 const booking = { name: 'book_slot', enabled: true, config: { durationMinutes: 30, timezone: 'Europe/Berlin', daysAhead: 14 } };
 
 describe('tool selection', () => {

@@ -6,7 +6,8 @@ export interface ToolCall {
 }
 
 // Phrases that ask to be contacted: the lead-capture tool answers them with a form.
-const CONTACT_INTENT = /\b(contact|call me|email me|e-mail me|reach me|get in touch|talk to (a |an )?(human|person|agent|sales|someone)|speak (to|with) (a |an )?(human|person|agent|someone)|sales team|quote|pricing offer|demo|callback|call back|leave my (details|number|email))\b/i;
+const CONTACT_INTENT =
+  /\b(contact|call me|email me|e-mail me|reach me|get in touch|talk to (a |an )?(human|person|agent|sales|someone)|speak (to|with) (a |an )?(human|person|agent|someone)|sales team|quote|pricing offer|demo|callback|call back|leave my (details|number|email))\b/i;
 
 const BOOKING_INTENT = /\b(book|booking|appointment|schedule|reserve|reservation|meeting|slot)\b/i;
 const SLOTS_OFFERED = 6;
@@ -49,7 +50,11 @@ export function proposeSlots(now: Date, config: { durationMinutes?: unknown; tim
  * Decides which of a knowledge base's enabled tools the visitor's message calls: lead capture yields the
  * form the widget shows; booking yields the next free slots to choose from.
  */
-export function selectToolCalls(message: string, tools: KbToolSetting[], now = new Date()): { toolCalls: ToolCall[]; formConfig: Record<string, unknown> | null } {
+export function selectToolCalls(
+  message: string,
+  tools: KbToolSetting[],
+  now = new Date(),
+): { toolCalls: ToolCall[]; formConfig: Record<string, unknown> | null } {
   const lead = tools.find((t) => t.name === 'lead_capture' && t.enabled);
   if (lead && CONTACT_INTENT.test(message)) {
     return {

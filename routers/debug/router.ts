@@ -23,7 +23,15 @@ const resolvedSchema = chatInterfaceSchema.extend({
 
 export const debugRouter = router({
   chatInterfaces: ownerProcedure
-    .meta({ openapi: { method: 'GET', path: '/api/v1/debug/chat-interfaces', tags: ['Debug'], summary: "The caller's chat interfaces with their resolved configuration (secrets masked)", protect: true } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/api/v1/debug/chat-interfaces',
+        tags: ['Debug'],
+        summary: "The caller's chat interfaces with their resolved configuration (secrets masked)",
+        protect: true,
+      },
+    })
     .input(z.object({}).optional())
     .output(z.object({ chatInterfaces: z.array(resolvedSchema), count: z.number().int() }))
     .query(async ({ ctx }) => {

@@ -7,7 +7,15 @@ export class DeliberateError extends Error {
 
 export const errorTrackingRouter = router({
   example: publicProcedure
-    .meta({ openapi: { method: 'GET', path: '/api/v1/error-tracking-example-api', tags: ['Health'], summary: 'Raises a deliberate error to prove error reporting works (always 500)', errorResponses: { 500: 'The deliberate error' } } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/api/v1/error-tracking-example-api',
+        tags: ['Health'],
+        summary: 'Raises a deliberate error to prove error reporting works (always 500)',
+        errorResponses: { 500: 'The deliberate error' },
+      },
+    })
     .input(z.object({}).optional())
     .output(z.object({ never: z.boolean() }))
     .query(() => {

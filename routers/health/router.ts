@@ -6,7 +6,15 @@ const startedAt = Date.now();
 
 export const healthRouter = router({
   hosting: publicProcedure
-    .meta({ openapi: { method: 'GET', path: '/api/v1/health/hosting', tags: ['Health'], summary: 'Liveness and database check (503 when the database is down)', errorResponses: { 503: 'Database unreachable' } } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/api/v1/health/hosting',
+        tags: ['Health'],
+        summary: 'Liveness and database check (503 when the database is down)',
+        errorResponses: { 503: 'Database unreachable' },
+      },
+    })
     .input(z.object({}).optional())
     .output(
       z.object({

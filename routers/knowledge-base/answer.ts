@@ -1,8 +1,11 @@
 import type { AppDeps } from '../context.ts';
-import { AppError } from '../../schema/errors.ts';
-import { createChatCompletion, streamChatCompletion, ChatProviderError, type ChatMessage, type ChatUsage } from '../../adapters/ai/openai-chat.ts';
+import type { AppError } from '../../schema/errors.ts';
+import { createChatCompletion, streamChatCompletion, type ChatMessage } from '../../adapters/outbound/ai/openai-chat.ts';
+import type { AiUsage } from '../../adapters/outbound/ai/core/response.ts';
+import type { AiUpstreamError } from '../../adapters/outbound/ai/core/upstream-error.ts';
+import { rethrowUpstream, upstreamAppError } from '../ai-errors.ts';
 import { buildExtractiveAnswer } from './extractive-answer.ts';
-import { countTokens } from './tokens.ts';
+import { countTokens } from '../../adapters/outbound/text/tokens.ts';
 import { retrieve, type RetrievedPassage } from './retrieve.ts';
 import type { KbConfigRow } from './repository.ts';
 
@@ -24,9 +27,7 @@ export function toSource(p: RetrievedPassage) {
 export type Source = ReturnType<typeof toSource>;
 
 function promptMessages(config: KbConfigRow, query: string, passages: RetrievedPassage[], history: ChatMessage[]): ChatMessage[] {
-  const context = passages
-    .map((p, i) => `[${i + 1}] (${p.fileName}${p.page ? `, p. ${p.page}` : ''})\n${p.text}`)
-    .join('\n\n');
+  const context = passages.map((p, i) => `[${i + 1}] (${p.fileName}${p.page ? `, p. ${p.page}` : ''})\n${p.text}`).join('\n\n');
   return [
     { role: 'system', content: config.system_prompt?.trim() || DEFAULT_SYSTEM_PROMPT },
     ...history,
@@ -34,7 +35,10 @@ function promptMessages(config: KbConfigRow, query: string, passages: RetrievedP
   ];
 }
 
-function llmRequest(deps: AppDeps, config: KbConfigRow, messages: ChatMessage[], signal?: AbortSignal) {
+/** What answering uses: retrieval's dependencies, plus the outbound client and the key box for the language model. */
+export type AnswerDeps = Parameters<typeof retrieve>[0] & Pick<AppDeps, 'http' | 'secrets'>;
+
+function llmRequest(deps: Pick<AppDeps, 'secrets'>, config: KbConfigRow, messages: ChatMessage[], signal?: AbortSignal) {
   const llm = config.llm!;
   return {
     baseUrl: llm.baseUrl,
@@ -47,10 +51,9 @@ function llmRequest(deps: AppDeps, config: KbConfigRow, messages: ChatMessage[],
   };
 }
 
-/** Provider failures reach the caller as a clear 503 with the provider's reason, never a 500. */
-function providerError(error: unknown): never {
-  if (error instanceof ChatProviderError) throw new AppError('SERVICE_UNAVAILABLE', 'The language model could not answer', error.message);
-  throw error;
+/** The embedding provider's and the language model's failures, as routers/ai-errors.ts maps them (an owner's by default). */
+function upstreamFailure(error: unknown, options: AnswerOptions): never {
+  rethrowUpstream(error, options.onUpstreamError ?? ((e) => upstreamAppError(e, 'owner')));
 }
 
 function extractive(query: string, passages: RetrievedPassage[], embeddingTokens: number) {
@@ -66,44 +69,54 @@ function extractive(query: string, passages: RetrievedPassage[], embeddingTokens
 export interface AnswerOptions {
   signal?: AbortSignal;
   history?: ChatMessage[];
+  /** How an embedding-provider or language-model failure reaches the caller; by default as the owner's (with the provider's reason). */
+  onUpstreamError?: (error: AiUpstreamError) => AppError;
 }
 
-export async function answerQuery(deps: AppDeps, config: KbConfigRow, query: string, options: AnswerOptions = {}) {
-  const { passages, embeddingTokens } = await retrieve(deps, config, query, config.retrieval_depth, { signal: options.signal });
-  const sources = passages.map(toSource);
-  if (!config.llm) return { ...extractive(query, passages, embeddingTokens), sources };
-  if (passages.length === 0) return { answer: NOT_FOUND_ANSWER, sources, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 } };
+export async function answerQuery(deps: AnswerDeps, config: KbConfigRow, query: string, options: AnswerOptions = {}) {
   try {
-    const reply = await createChatCompletion(deps.http, llmRequest(deps, config, promptMessages(config, query, passages, options.history ?? []), options.signal));
+    const { passages, embeddingTokens } = await retrieve(deps, config, query, config.retrieval_depth, { signal: options.signal });
+    const sources = passages.map(toSource);
+    if (!config.llm) return { ...extractive(query, passages, embeddingTokens), sources };
+    if (passages.length === 0) return { answer: NOT_FOUND_ANSWER, sources, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 } };
+    const reply = await createChatCompletion(
+      deps.http,
+      llmRequest(deps, config, promptMessages(config, query, passages, options.history ?? []), options.signal),
+    );
     return { answer: reply.text, sources, usage: reply.usage };
   } catch (error) {
-    providerError(error);
+    upstreamFailure(error, options);
   }
 }
 
 export type AnswerEvent =
   | { type: 'sources'; sources: Source[] }
   | { type: 'delta'; text: string }
-  | { type: 'complete'; answer: string; sources: Source[]; usage: ChatUsage };
+  | { type: 'complete'; answer: string; sources: Source[]; usage: AiUsage };
 
 /** The streaming form: sources first, then answer deltas (the provider's own stream when a model is set), then complete. */
-export async function* streamAnswer(deps: AppDeps, config: KbConfigRow, query: string, options: AnswerOptions = {}): AsyncGenerator<AnswerEvent> {
-  const { passages, embeddingTokens } = await retrieve(deps, config, query, config.retrieval_depth, { signal: options.signal });
-  const sources = passages.map(toSource);
-  yield { type: 'sources', sources };
-  if (!config.llm || passages.length === 0) {
-    const result = config.llm ? { answer: NOT_FOUND_ANSWER, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 } } : extractive(query, passages, embeddingTokens);
-    // Extractive answers are ready at once; they are still sent as deltas (paragraph by paragraph) for one client code path.
-    for (const part of result.answer.split(/(?<=\n\n)/)) yield { type: 'delta', text: part };
-    yield { type: 'complete', answer: result.answer, sources, usage: result.usage };
-    return;
-  }
+export async function* streamAnswer(deps: AnswerDeps, config: KbConfigRow, query: string, options: AnswerOptions = {}): AsyncGenerator<AnswerEvent> {
   try {
-    for await (const event of streamChatCompletion(deps.http, { ...llmRequest(deps, config, promptMessages(config, query, passages, options.history ?? []), options.signal), timeoutMs: 120_000 })) {
+    const { passages, embeddingTokens } = await retrieve(deps, config, query, config.retrieval_depth, { signal: options.signal });
+    const sources = passages.map(toSource);
+    yield { type: 'sources', sources };
+    if (!config.llm || passages.length === 0) {
+      const result = config.llm
+        ? { answer: NOT_FOUND_ANSWER, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 } }
+        : extractive(query, passages, embeddingTokens);
+      // Extractive answers are ready at once; they are still sent as deltas (paragraph by paragraph) for one client code path.
+      for (const part of result.answer.split(/(?<=\n\n)/)) yield { type: 'delta', text: part };
+      yield { type: 'complete', answer: result.answer, sources, usage: result.usage };
+      return;
+    }
+    for await (const event of streamChatCompletion(deps.http, {
+      ...llmRequest(deps, config, promptMessages(config, query, passages, options.history ?? []), options.signal),
+      timeoutMs: 120_000,
+    })) {
       if (event.type === 'delta') yield { type: 'delta', text: event.text };
       else yield { type: 'complete', answer: event.text, sources, usage: event.usage };
     }
   } catch (error) {
-    providerError(error);
+    upstreamFailure(error, options);
   }
 }

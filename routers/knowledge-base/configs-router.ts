@@ -1,29 +1,29 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { AppError } from '../../schema/errors.ts';
-import { deletedSchema, idParam, isUuid } from '../../schema/common.ts';
+import { deletedSchema, idParam, saveWarningsSchema } from '../../schema/common.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
-import { createKbConfigInput, kbConfigSchema, updateKbConfigInput, embeddingInputSchema } from '../../schema/knowledge-base.ts';
+import { createKbConfigInput, kbConfigSchema, updateKbConfigInput, type embeddingInputSchema } from '../../schema/knowledge-base.ts';
 import type { EmbeddingSettings, LlmSettings } from '../../db/types.ts';
 import type { AppDeps } from '../context.ts';
 import { ownerProcedure, router } from '../trpc.ts';
-import { LOCAL_EMBEDDING_MODEL } from '../../adapters/embeddings/local-embedder.ts';
+import { LOCAL_EMBEDDING_MODEL } from '../../adapters/outbound/embeddings/local-embedder.ts';
 import * as repo from './repository.ts';
 import { jsonb } from '../../db/json.ts';
 import { normaliseTools, toolSettingInput, TOOL_REGISTRY } from './tools-registry.ts';
 import { REEMBED_JOB } from './jobs.ts';
+import { checkAddressAtSave, withWarnings } from '../address-at-save.ts';
 
 const tags = ['Knowledge base'];
 export const configNotFound = () => new AppError('NOT_FOUND', 'Knowledge base configuration not found');
 const DEFAULT_LOCAL_DIMENSIONS = 384;
 
-async function checkProviderUrl(deps: AppDeps, field: string, url: string | undefined) {
-  if (!url) return;
-  try {
-    await deps.http.assertAllowed(url);
-  } catch (error) {
-    throw new AppError('VALIDATION_FAILED', `${field} is not allowed`, `${field}: ${(error as Error).message}`);
-  }
+/** A provider URL into a private network is refused at save time; a name that does not resolve yet is saved with a warning. */
+async function checkProviderUrl(deps: Pick<AppDeps, 'http'>, field: string, url: string | undefined): Promise<string | undefined> {
+  if (!url) return undefined;
+  const checked = await checkAddressAtSave(deps.http, field, url);
+  if (checked.refused !== undefined) throw new AppError('VALIDATION_FAILED', `${field} is not allowed`, `${field}: ${checked.refused}`);
+  return checked.warning;
 }
 
 function embeddingSettings(input: z.infer<typeof embeddingInputSchema>): EmbeddingSettings {
@@ -35,8 +35,8 @@ function embeddingSettings(input: z.infer<typeof embeddingInputSchema>): Embeddi
 const sameEmbedding = (a: EmbeddingSettings, b: EmbeddingSettings) =>
   a.provider === b.provider && a.model === b.model && (a.baseUrl ?? null) === (b.baseUrl ?? null) && (b.dimensions === 0 || a.dimensions === b.dimensions);
 
-export async function ownedConfig(deps: AppDeps, ownerId: string, id: string) {
-  const row = isUuid(id) ? await repo.findConfig(deps.database.db, ownerId, id) : undefined;
+export async function ownedConfig(deps: Pick<AppDeps, 'database'>, ownerId: string, id: string) {
+  const row = await repo.findConfig(deps.database.db, ownerId, id);
   if (!row) throw configNotFound();
   return row;
 }
@@ -52,45 +52,46 @@ export const kbConfigsRouter = router({
     }),
 
   create: ownerProcedure
-    .meta({ openapi: { method: 'POST', path: '/api/v1/knowledge-base/configs', tags, summary: 'Create a knowledge base configuration', protect: true }, successStatus: 201 })
+    .meta({
+      openapi: { method: 'POST', path: '/api/v1/knowledge-base/configs', tags, summary: 'Create a knowledge base configuration', protect: true },
+      successStatus: 201,
+    })
     .input(createKbConfigInput)
-    .output(z.object({ config: kbConfigSchema }))
+    .output(z.object({ config: kbConfigSchema, warnings: saveWarningsSchema }))
     .mutation(async ({ ctx, input }) => {
       const embedding = input.embedding ?? { provider: 'local' as const };
-      await checkProviderUrl(ctx.deps, 'embedding.baseUrl', embedding.provider === 'openai' ? embedding.baseUrl : undefined);
-      await checkProviderUrl(ctx.deps, 'llm.baseUrl', input.llm?.baseUrl);
+      const warnings = [
+        await checkProviderUrl(ctx.deps, 'embedding.baseUrl', embedding.provider === 'openai' ? embedding.baseUrl : undefined),
+        await checkProviderUrl(ctx.deps, 'llm.baseUrl', input.llm?.baseUrl),
+      ];
       const { secrets } = ctx.deps;
       const row = await withEvents(
         ctx.deps,
         (trx) =>
-          trx
-        .insertInto('kb_configs')
-        .values({
-          id: randomUUID(),
-          owner_id: ctx.owner.id,
-          name: input.name ?? 'Knowledge base',
-          temperature: input.temperature ?? 0.7,
-          max_tokens: input.maxTokens ?? 1024,
-          chunk_size: input.chunkSize ?? 1000,
-          chunk_overlap: input.chunkOverlap ?? Math.min(150, Math.floor(((input.chunkSize ?? 1000) - 1) / 2)),
-          retrieval_depth: input.retrievalDepth ?? 5,
-          language: input.language ?? 'en',
-          system_prompt: input.systemPrompt ?? null,
-          embedding: jsonb(embeddingSettings(embedding)),
-          embedding_api_key_enc: embedding.provider === 'openai' && embedding.apiKey ? secrets.seal(embedding.apiKey) : null,
-          serving_embedding: jsonb(embeddingSettings(embedding)),
-          serving_embedding_api_key_enc: embedding.provider === 'openai' && embedding.apiKey ? secrets.seal(embedding.apiKey) : null,
-          llm: input.llm ? jsonb<LlmSettings>({ provider: 'openai', model: input.llm.model, baseUrl: input.llm.baseUrl }) : null,
-          llm_api_key_enc: input.llm?.apiKey ? secrets.seal(input.llm.apiKey) : null,
-          memory_enabled: input.memory?.enabled ?? true,
-          memory_max_messages: input.memory?.maxMessages ?? 10,
-          tools: jsonb([]),
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow(),
+          repo.insertConfig(trx, {
+            id: randomUUID(),
+            owner_id: ctx.owner.id,
+            name: input.name ?? 'Knowledge base',
+            temperature: input.temperature ?? 0.7,
+            max_tokens: input.maxTokens ?? 1024,
+            chunk_size: input.chunkSize ?? 1000,
+            chunk_overlap: input.chunkOverlap ?? Math.min(150, Math.floor(((input.chunkSize ?? 1000) - 1) / 2)),
+            retrieval_depth: input.retrievalDepth ?? 5,
+            language: input.language ?? 'en',
+            system_prompt: input.systemPrompt ?? null,
+            embedding: jsonb(embeddingSettings(embedding)),
+            embedding_api_key_enc: embedding.provider === 'openai' && embedding.apiKey ? secrets.seal(embedding.apiKey) : null,
+            serving_embedding: jsonb(embeddingSettings(embedding)),
+            serving_embedding_api_key_enc: embedding.provider === 'openai' && embedding.apiKey ? secrets.seal(embedding.apiKey) : null,
+            llm: input.llm ? jsonb<LlmSettings>({ provider: 'openai', model: input.llm.model, baseUrl: input.llm.baseUrl }) : null,
+            llm_api_key_enc: input.llm?.apiKey ? secrets.seal(input.llm.apiKey) : null,
+            memory_enabled: input.memory?.enabled ?? true,
+            memory_max_messages: input.memory?.maxMessages ?? 10,
+            tools: jsonb([]),
+          }),
         (created) => [webhookEvent(ctx.owner.id, 'knowledge_base.created', repo.toKbConfig(created))],
       );
-      return { config: repo.toKbConfig(row) };
+      return withWarnings({ config: repo.toKbConfig(row) }, warnings);
     }),
 
   get: ownerProcedure
@@ -100,16 +101,27 @@ export const kbConfigsRouter = router({
     .query(async ({ ctx, input }) => ({ config: repo.toKbConfig(await ownedConfig(ctx.deps, ctx.owner.id, input.id)) })),
 
   update: ownerProcedure
-    .meta({ openapi: { method: 'PATCH', path: '/api/v1/knowledge-base/configs/{id}', tags, summary: 'Change fields of a configuration (a new embedding model re-embeds in the background)', protect: true } })
+    .meta({
+      openapi: {
+        method: 'PATCH',
+        path: '/api/v1/knowledge-base/configs/{id}',
+        tags,
+        summary: 'Change fields of a configuration (a new embedding model re-embeds in the background)',
+        protect: true,
+      },
+    })
     .input(updateKbConfigInput)
-    .output(z.object({ config: kbConfigSchema }))
+    .output(z.object({ config: kbConfigSchema, warnings: saveWarningsSchema }))
     .mutation(async ({ ctx, input }) => {
       const current = await ownedConfig(ctx.deps, ctx.owner.id, input.id);
       const chunkSize = input.chunkSize ?? current.chunk_size;
       const chunkOverlap = input.chunkOverlap ?? current.chunk_overlap;
-      if (chunkOverlap >= chunkSize / 2) throw new AppError('VALIDATION_FAILED', 'Invalid request parameters', 'chunkOverlap: must be less than half of chunkSize');
-      await checkProviderUrl(ctx.deps, 'embedding.baseUrl', input.embedding?.provider === 'openai' ? input.embedding.baseUrl : undefined);
-      await checkProviderUrl(ctx.deps, 'llm.baseUrl', input.llm?.baseUrl);
+      if (chunkOverlap >= chunkSize / 2)
+        throw new AppError('VALIDATION_FAILED', 'Invalid request parameters', 'chunkOverlap: must be less than half of chunkSize');
+      const warnings = [
+        await checkProviderUrl(ctx.deps, 'embedding.baseUrl', input.embedding?.provider === 'openai' ? input.embedding.baseUrl : undefined),
+        await checkProviderUrl(ctx.deps, 'llm.baseUrl', input.llm?.baseUrl),
+      ];
       const { secrets } = ctx.deps;
       const nextEmbedding = input.embedding ? embeddingSettings(input.embedding) : undefined;
       const embeddingChanged = nextEmbedding !== undefined && !sameEmbedding(current.embedding, nextEmbedding);
@@ -123,53 +135,74 @@ export const kbConfigsRouter = router({
             : sameHost(current.embedding.baseUrl, input.embedding.baseUrl)
               ? current.embedding_api_key_enc
               : null;
-      const nextLlmKey = !input.llm ? null : input.llm.apiKey ? secrets.seal(input.llm.apiKey) : sameHost(current.llm?.baseUrl, input.llm.baseUrl) ? current.llm_api_key_enc : null;
-      const row = await withEvents(ctx.deps, async (trx) => {
-        const updated = await trx
-          .updateTable('kb_configs')
-          .set((eb) => ({
-            name: input.name,
-            temperature: input.temperature,
-            max_tokens: input.maxTokens,
-            chunk_size: input.chunkSize,
-            chunk_overlap: input.chunkOverlap,
-            retrieval_depth: input.retrievalDepth,
-            language: input.language,
-            system_prompt: input.systemPrompt,
-            memory_enabled: input.memory?.enabled,
-            memory_max_messages: input.memory?.maxMessages,
-            ...(input.embedding
-              ? {
-                  embedding: jsonb(nextEmbedding!),
-                  embedding_api_key_enc: nextEmbeddingKey,
-                  // Same model, new key: the serving side uses it too. A new model waits for the switch.
-                  ...(embeddingChanged ? {} : { serving_embedding_api_key_enc: nextEmbeddingKey }),
-                }
-              : {}),
-            ...(embeddingChanged ? { embedding_version: eb('embedding_version', '+', 1) } : {}),
-            ...(input.llm !== undefined
-              ? {
-                  llm: input.llm ? jsonb<LlmSettings>({ provider: 'openai', model: input.llm.model, baseUrl: input.llm.baseUrl }) : null,
-                  llm_api_key_enc: nextLlmKey,
-                }
-              : {}),
-            updated_at: new Date(),
-          }))
-          .where('id', '=', current.id)
-          .returningAll()
-          .executeTakeFirstOrThrow();
-        if (embeddingChanged) {
-          // The old vectors keep serving until the re-embedding job switches serving_version.
-          await ctx.deps.jobs.enqueue(REEMBED_JOB, { configId: updated.id, version: updated.embedding_version }, { dedupeKey: `reembed:${updated.id}:${updated.embedding_version}` }, trx);
-        }
-        return updated;
-      }, (updated) => [webhookEvent(ctx.owner.id, 'knowledge_base.updated', repo.toKbConfig(updated))]);
+      const nextLlmKey = !input.llm
+        ? null
+        : input.llm.apiKey
+          ? secrets.seal(input.llm.apiKey)
+          : sameHost(current.llm?.baseUrl, input.llm.baseUrl)
+            ? current.llm_api_key_enc
+            : null;
+      const row = await withEvents(
+        ctx.deps,
+        async (trx) => {
+          const updated = await repo.updateConfig(
+            trx,
+            current.id,
+            {
+              name: input.name,
+              temperature: input.temperature,
+              max_tokens: input.maxTokens,
+              chunk_size: input.chunkSize,
+              chunk_overlap: input.chunkOverlap,
+              retrieval_depth: input.retrievalDepth,
+              language: input.language,
+              system_prompt: input.systemPrompt,
+              memory_enabled: input.memory?.enabled,
+              memory_max_messages: input.memory?.maxMessages,
+              ...(input.embedding
+                ? {
+                    embedding: jsonb(nextEmbedding!),
+                    embedding_api_key_enc: nextEmbeddingKey,
+                    // Same model, new key: the serving side uses it too. A new model waits for the switch.
+                    ...(embeddingChanged ? {} : { serving_embedding_api_key_enc: nextEmbeddingKey }),
+                  }
+                : {}),
+              ...(input.llm !== undefined
+                ? {
+                    llm: input.llm ? jsonb<LlmSettings>({ provider: 'openai', model: input.llm.model, baseUrl: input.llm.baseUrl }) : null,
+                    llm_api_key_enc: nextLlmKey,
+                  }
+                : {}),
+            },
+            embeddingChanged,
+          );
+          if (embeddingChanged) {
+            // The old vectors keep serving until the re-embedding job switches serving_version.
+            await ctx.deps.jobs.enqueue(
+              REEMBED_JOB,
+              { configId: updated.id, version: updated.embedding_version },
+              { dedupeKey: `reembed:${updated.id}:${updated.embedding_version}` },
+              trx,
+            );
+          }
+          return updated;
+        },
+        (updated) => [webhookEvent(ctx.owner.id, 'knowledge_base.updated', repo.toKbConfig(updated))],
+      );
       if (embeddingChanged) ctx.deps.jobs.notify();
-      return { config: repo.toKbConfig(row) };
+      return withWarnings({ config: repo.toKbConfig(row) }, warnings);
     }),
 
   delete: ownerProcedure
-    .meta({ openapi: { method: 'DELETE', path: '/api/v1/knowledge-base/configs/{id}', tags, summary: 'Delete a configuration with its documents, chunks, vectors, stored files and pending jobs', protect: true } })
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/api/v1/knowledge-base/configs/{id}',
+        tags,
+        summary: 'Delete a configuration with its documents, chunks, vectors, stored files and pending jobs',
+        protect: true,
+      },
+    })
     .input(z.object({ id: idParam }))
     .output(deletedSchema)
     .mutation(async ({ ctx, input }) => {
@@ -177,10 +210,9 @@ export const kbConfigsRouter = router({
       await withEvents(
         ctx.deps,
         async (trx) => {
-          const documentIds = (await trx.selectFrom('kb_documents').select('id').where('config_id', '=', config.id).execute()).map((d) => d.id);
-          await repo.deleteJobsFor(trx, 'documentId', documentIds);
-          await repo.deleteJobsFor(trx, 'configId', [config.id]);
-          await trx.deleteFrom('kb_configs').where('id', '=', config.id).execute();
+          await ctx.deps.jobs.cancel('documentId', await repo.listDocumentIds(trx, config.id), trx);
+          await ctx.deps.jobs.cancel('configId', [config.id], trx);
+          await repo.deleteConfig(trx, config.id);
         },
         () => [webhookEvent(ctx.owner.id, 'knowledge_base.deleted', { id: config.id })],
       );
@@ -189,7 +221,15 @@ export const kbConfigsRouter = router({
     }),
 
   tools: ownerProcedure
-    .meta({ openapi: { method: 'GET', path: '/api/v1/knowledge-base/configs/{id}/tools', tags, summary: 'Tools the assistant may call, and the registry of available tools', protect: true } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/api/v1/knowledge-base/configs/{id}/tools',
+        tags,
+        summary: 'Tools the assistant may call, and the registry of available tools',
+        protect: true,
+      },
+    })
     .input(z.object({ id: idParam }))
     .output(
       z.object({
@@ -206,7 +246,15 @@ export const kbConfigsRouter = router({
     }),
 
   updateTools: ownerProcedure
-    .meta({ openapi: { method: 'PATCH', path: '/api/v1/knowledge-base/configs/{id}/tools', tags, summary: 'Replace the tools of a knowledge base (validated against the tool registry)', protect: true } })
+    .meta({
+      openapi: {
+        method: 'PATCH',
+        path: '/api/v1/knowledge-base/configs/{id}/tools',
+        tags,
+        summary: 'Replace the tools of a knowledge base (validated against the tool registry)',
+        protect: true,
+      },
+    })
     .input(z.object({ id: idParam, tools: z.array(toolSettingInput).max(20) }))
     .output(z.object({ tools: kbConfigSchema.shape.tools }))
     .mutation(async ({ ctx, input }) => {
@@ -215,14 +263,22 @@ export const kbConfigsRouter = router({
       if (!normalised.ok) throw new AppError('VALIDATION_FAILED', 'Invalid request parameters', normalised.details);
       const row = await withEvents(
         ctx.deps,
-        (trx) => trx.updateTable('kb_configs').set({ tools: jsonb(normalised.tools), updated_at: new Date() }).where('id', '=', config.id).returningAll().executeTakeFirstOrThrow(),
+        (trx) => repo.replaceTools(trx, config.id, normalised.tools),
         (updated) => [webhookEvent(ctx.owner.id, 'knowledge_base.updated', repo.toKbConfig(updated))],
       );
       return { tools: repo.toKbConfig(row).tools };
     }),
 
   memory: ownerProcedure
-    .meta({ openapi: { method: 'GET', path: '/api/v1/knowledge-base/configs/{id}/memory', tags, summary: 'Conversation-memory settings (set through the configuration PATCH: memory.enabled, memory.maxMessages)', protect: true } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/api/v1/knowledge-base/configs/{id}/memory',
+        tags,
+        summary: 'Conversation-memory settings (set through the configuration PATCH: memory.enabled, memory.maxMessages)',
+        protect: true,
+      },
+    })
     .input(z.object({ id: idParam }))
     .output(z.object({ memory: kbConfigSchema.shape.memory, configId: z.string() }))
     .query(async ({ ctx, input }) => {

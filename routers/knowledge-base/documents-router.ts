@@ -1,12 +1,12 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { AppError } from '../../schema/errors.ts';
-import { idParam, isUuid } from '../../schema/common.ts';
+import { idParam, idText, lookupId } from '../../schema/common.ts';
 import { kbDocumentSchema } from '../../schema/knowledge-base.ts';
 import { uploadedFileSchema } from '../../schema/uploads.ts';
 import { ownerProcedure, router } from '../trpc.ts';
-import { isUniqueViolation } from '../chat-interfaces/repository.ts';
-import { sniffDocumentKind } from '../../adapters/parsers/sniff.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
+import { sniffDocumentKind } from '../../adapters/outbound/parsers/sniff.ts';
 import * as repo from './repository.ts';
 import { ownedConfig } from './configs-router.ts';
 import { INGEST_JOB, type IngestPayload } from './jobs.ts';
@@ -18,7 +18,16 @@ const documentNotFound = () => new AppError('NOT_FOUND', 'Document not found');
 
 export const kbDocumentsRouter = router({
   list: ownerProcedure
-    .meta({ openapi: { method: 'GET', path: '/api/v1/knowledge-base/documents', tags, summary: 'Documents of a knowledge base with their processing status', protect: true } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/api/v1/knowledge-base/documents',
+        tags,
+        summary: 'Documents of a knowledge base with their processing status',
+        protect: true,
+        errorResponses: { 404: 'configId names none of your configurations' },
+      },
+    })
     .input(z.object({ configId: idParam }))
     .output(z.object({ documents: z.array(kbDocumentSchema), count: z.number().int() }))
     .query(async ({ ctx, input }) => {
@@ -29,13 +38,30 @@ export const kbDocumentsRouter = router({
 
   upload: ownerProcedure
     .meta({
-      openapi: { method: 'POST', path: '/api/v1/knowledge-base/documents', tags, summary: 'Upload a PDF, DOCX, TXT or MD file (multipart: file, configId); processing continues in the background', protect: true, contentTypes: ['multipart/form-data'] },
+      openapi: {
+        method: 'POST',
+        path: '/api/v1/knowledge-base/documents',
+        tags,
+        summary: 'Upload a PDF, DOCX, TXT or MD file (multipart: file, configId); processing continues in the background',
+        protect: true,
+        contentTypes: ['multipart/form-data'],
+        errorResponses: { 404: 'configId names none of your configurations' },
+      },
       multipart: { fileField: 'file', maxBytes: 'plan' },
       rateLimit: 'upload',
       successStatus: 201,
+      otherSuccess: {
+        status: 200,
+        description: 'The same content is already in this knowledge base: that document, with `duplicate: true` (a failed one is processed again)',
+      },
     })
     .input(z.object({ configId: idParam, file: uploadedFileSchema }))
-    .output(z.object({ document: kbDocumentSchema, duplicate: z.boolean().meta({ description: 'true when identical content was already uploaded to this knowledge base (that document is returned)' }) }))
+    .output(
+      z.object({
+        document: kbDocumentSchema,
+        duplicate: z.boolean().meta({ description: 'true when identical content was already uploaded to this knowledge base (that document is returned)' }),
+      }),
+    )
     .mutation(async ({ ctx, input }) => {
       const { deps } = ctx;
       const db = deps.database.db;
@@ -49,14 +75,9 @@ export const kbDocumentsRouter = router({
         if (existing.status !== 'failed') return { document: repo.toKbDocument(existing), duplicate: true };
         // The same file again after a failure is a retry: process it anew (the stored original is kept).
         const retried = await db.transaction().execute(async (trx) => {
-          const row = await trx
-            .updateTable('kb_documents')
-            .set({ status: 'processing', stage: 'uploaded', error: null, file_name: input.file.fileName.slice(0, 255) || existing.file_name, updated_at: new Date() })
-            .where('id', '=', existing.id)
-            .where('status', '=', 'failed')
-            .returningAll()
-            .executeTakeFirst();
-          if (row) await deps.jobs.enqueue(INGEST_JOB, { documentId: row.id, configId: config.id } satisfies IngestPayload, { dedupeKey: `ingest:${row.id}` }, trx);
+          const row = await repo.retryFailedDocument(trx, existing.id, input.file.fileName.slice(0, 255) || existing.file_name);
+          if (row)
+            await deps.jobs.enqueue(INGEST_JOB, { documentId: row.id, configId: config.id } satisfies IngestPayload, { dedupeKey: `ingest:${row.id}` }, trx);
           return row ?? existing;
         });
         deps.jobs.notify();
@@ -66,24 +87,25 @@ export const kbDocumentsRouter = router({
       const blobKey = await deps.blobs.put(config.id, input.file.bytes);
       try {
         const row = await db.transaction().execute(async (trx) => {
-          const inserted = await trx
-            .insertInto('kb_documents')
-            .values({
-              id: randomUUID(),
-              owner_id: ctx.owner.id,
-              config_id: config.id,
-              file_name: input.file.fileName.slice(0, 255) || 'upload',
-              kind: sniffed.kind,
-              size_bytes: input.file.bytes.byteLength,
-              content_hash: contentHash,
-              blob_key: blobKey,
-              status: 'processing',
-              stage: 'uploaded',
-            })
-            .returningAll()
-            .executeTakeFirstOrThrow();
+          const inserted = await repo.insertDocument(trx, {
+            id: randomUUID(),
+            owner_id: ctx.owner.id,
+            config_id: config.id,
+            file_name: input.file.fileName.slice(0, 255) || 'upload',
+            kind: sniffed.kind,
+            size_bytes: input.file.bytes.byteLength,
+            content_hash: contentHash,
+            blob_key: blobKey,
+            status: 'processing',
+            stage: 'uploaded',
+          });
           // Same transaction as the row: a document never exists without the job that finishes it.
-          await deps.jobs.enqueue(INGEST_JOB, { documentId: inserted.id, configId: config.id } satisfies IngestPayload, { dedupeKey: `ingest:${inserted.id}` }, trx);
+          await deps.jobs.enqueue(
+            INGEST_JOB,
+            { documentId: inserted.id, configId: config.id } satisfies IngestPayload,
+            { dedupeKey: `ingest:${inserted.id}` },
+            trx,
+          );
           return inserted;
         });
         deps.jobs.notify();
@@ -102,7 +124,15 @@ export const kbDocumentsRouter = router({
     }),
 
   delete: ownerProcedure
-    .meta({ openapi: { method: 'DELETE', path: '/api/v1/knowledge-base/documents/{id}', tags, summary: 'Delete a document with its chunks, vectors, stored file and pending jobs', protect: true } })
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/api/v1/knowledge-base/documents/{id}',
+        tags,
+        summary: 'Delete a document with its chunks, vectors, stored file and pending jobs',
+        protect: true,
+      },
+    })
     .input(z.object({ id: idParam }))
     .output(z.object({ deleted: z.literal(true), id: z.string() }))
     .mutation(async ({ ctx, input }) => {
@@ -112,27 +142,40 @@ export const kbDocumentsRouter = router({
     }),
 
   bulkDelete: ownerProcedure
-    .meta({ openapi: { method: 'POST', path: '/api/v1/knowledge-base/documents/bulk-delete', tags, summary: 'Delete up to 100 documents; data.deleted counts only the caller\'s own', protect: true } })
-    .input(z.object({ documentIds: z.array(idParam).min(1, 'give at least one id').max(100, 'at most 100 ids per request') }))
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/api/v1/knowledge-base/documents/bulk-delete',
+        tags,
+        summary: "Delete up to 100 documents; data.deleted counts only the caller's own",
+        protect: true,
+      },
+    })
+    .input(z.object({ documentIds: z.array(idText).min(1, 'give at least one id').max(100, 'at most 100 ids per request') }))
     .output(z.object({ deleted: z.number().int(), requested: z.number().int() }))
     .mutation(async ({ ctx, input }) => {
       const unique = [...new Set(input.documentIds)];
-      return { deleted: await deleteDocuments(ctx.deps, ctx.owner.id, unique), requested: unique.length };
+      return { deleted: await deleteDocuments(ctx.deps, ctx.owner.id, unique.map(lookupId)), requested: unique.length };
     }),
 });
 
-async function deleteDocuments(deps: AppDeps, ownerId: string, ids: string[]): Promise<number> {
-  const valid = ids.filter(isUuid);
-  if (valid.length === 0) return 0;
-  const removed = await withEvents(deps, async (trx) => {
-    // Same lock order as ingestion (config rows first, then documents), so the two never deadlock.
-    const configIds = (await trx.selectFrom('kb_documents').select('config_id').distinct().where('owner_id', '=', ownerId).where('id', 'in', valid).execute()).map((r) => r.config_id).sort();
-    if (configIds.length > 0) await trx.selectFrom('kb_configs').select('id').where('id', 'in', configIds).orderBy('id').forNoKeyUpdate().execute();
-    const rows = await trx.deleteFrom('kb_documents').where('owner_id', '=', ownerId).where('id', 'in', valid).returning(['id', 'config_id', 'blob_key']).execute();
-    await repo.deleteJobsFor(trx, 'documentId', rows.map((r) => r.id));
-    for (const configId of new Set(rows.map((r) => r.config_id))) await repo.bumpContentVersion(trx, configId);
-    return rows;
-  }, (rows) => rows.map((r) => webhookEvent(ownerId, 'document.deleted', { id: r.id, configId: r.config_id })));
+/** `ids` have been through lookupId. */
+async function deleteDocuments(deps: Pick<AppDeps, 'database' | 'webhookJobs' | 'jobs' | 'blobs'>, ownerId: string, ids: string[]): Promise<number> {
+  const removed = await withEvents(
+    deps,
+    async (trx) => {
+      await repo.lockConfigsOfDocuments(trx, ownerId, ids);
+      const rows = await repo.deleteOwnedDocuments(trx, ownerId, ids);
+      await deps.jobs.cancel(
+        'documentId',
+        rows.map((r) => r.id),
+        trx,
+      );
+      for (const configId of new Set(rows.map((r) => r.config_id))) await repo.bumpContentVersion(trx, configId);
+      return rows;
+    },
+    (rows) => rows.map((r) => webhookEvent(ownerId, 'document.deleted', { id: r.id, configId: r.config_id })),
+  );
   await Promise.all(removed.map((r) => deps.blobs.delete(r.blob_key)));
   return removed.length;
 }

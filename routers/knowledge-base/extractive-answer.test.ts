@@ -107,7 +107,13 @@ describe('buildExtractiveAnswer', () => {
   });
 
   it('prefers sentences from different passages', () => {
-    const a: Passage = { chunkId: 'a', fileName: 'a.md', page: null, score: 1, text: 'Invoices are sent monthly. Invoices list every seat. Invoices are due in 14 days.' };
+    const a: Passage = {
+      chunkId: 'a',
+      fileName: 'a.md',
+      page: null,
+      score: 1,
+      text: 'Invoices are sent monthly. Invoices list every seat. Invoices are due in 14 days.',
+    };
     const b: Passage = { chunkId: 'b', fileName: 'b.md', page: 2, score: 0.9, text: 'Overdue invoices incur a late fee.' };
     const result = buildExtractiveAnswer('invoices', [a, b], { maxSentences: 2 });
     expect(result.cited.map((p) => p.chunkId)).toEqual(['a', 'b']);
@@ -146,9 +152,7 @@ describe('buildExtractiveAnswer', () => {
   it('ignores case, punctuation and inflection', () => {
     const result = buildExtractiveAnswer('VACATION-REQUESTS?!  "Submitted"...', [handbook]);
     expect(result.found).toBe(true);
-    expect(quotes(result.answer)[0]).toBe(
-      '1:Vacation requests must be submitted through the HR portal at least two weeks in advance.',
-    );
+    expect(quotes(result.answer)[0]).toBe('1:Vacation requests must be submitted through the HR portal at least two weeks in advance.');
   });
 
   it('caps long sentences around the matching part with ellipses', () => {
@@ -178,7 +182,13 @@ describe('buildExtractiveAnswer', () => {
     const one = buildExtractiveAnswer('vacation', [handbook, notes], { maxSentences: 1 });
     expect(quotes(one.answer)).toHaveLength(1);
 
-    const es: Passage = { chunkId: 'es', fileName: 'politica.pdf', page: 2, score: 1, text: 'Las devoluciones se aceptan durante 30 días. El envío es gratuito.' };
+    const es: Passage = {
+      chunkId: 'es',
+      fileName: 'politica.pdf',
+      page: 2,
+      score: 1,
+      text: 'Las devoluciones se aceptan durante 30 días. El envío es gratuito.',
+    };
     const spanish = buildExtractiveAnswer('¿Cuántos días para las devoluciones?', [es], { language: 'es-MX' });
     expect(spanish.answer).toBe('Según los documentos:\n\n"Las devoluciones se aceptan durante 30 días." [1]\n\nFuentes: [1] politica.pdf (p. 2)');
     expect(buildExtractiveAnswer('impuestos', [es], { language: 'es' }).answer).toBe('No encontré nada sobre eso en la base de conocimiento.');
@@ -218,5 +228,15 @@ describe('splitSentences', () => {
       'Wait...',
       'Really?',
     ]);
+  });
+});
+
+describe('buildExtractiveAnswer on hostile text', () => {
+  // The quadratic version ran for minutes on this input: it would now hit the test timeout.
+  it('stays linear on long runs without spaces', () => {
+    const text = 'x'.repeat(6000) + ' ' + Array.from({ length: 800 }, (_, i) => `w${i}.`).join(' ');
+    const passages = Array.from({ length: 10 }, (_, i) => ({ chunkId: `c${i}`, text, fileName: 'a.txt', page: null, score: 1 }));
+    const result = buildExtractiveAnswer('w5 w6', passages);
+    expect(result.found).toBe(true);
   });
 });

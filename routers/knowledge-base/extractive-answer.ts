@@ -20,7 +20,7 @@
  *     best passage first, in their original order inside a passage.
  *  5. Citations are numbered by first appearance; one number per file and page.
  */
-import { analyze, isAnalyzerLanguage, tokenize, type AnalyzerLanguage } from './text-analysis.ts';
+import { analyze, isAnalyzerLanguage, tokenize, type AnalyzerLanguage } from '../../adapters/outbound/text/text-analysis.ts';
 
 export interface Passage {
   chunkId: string;
@@ -33,7 +33,10 @@ export interface Passage {
 export interface ExtractiveAnswerOptions {
   /** Sentences quoted at most (default 3, clamped to 1..8). */
   maxSentences?: number;
-  /** Analyzer and wording language: 'en' (default), 'es', 'fr', 'de', 'pt' (a region suffix like 'pt-BR' is fine); anything else analyzes without stop words or stemming and answers in English. */
+  /**
+   * Analyzer and wording language: 'en' (default), 'es', 'fr', 'de', 'pt' (a region suffix like 'pt-BR' is fine);
+   * anything else analyzes without stop words or stemming and answers in English.
+   */
   language?: string;
 }
 
@@ -106,10 +109,12 @@ export function buildExtractiveAnswer(query: string, passages: Passage[], option
   const documentFrequency = new Map<string, number>();
   for (const c of candidates) for (const t of c.terms) if (querySet.has(t)) documentFrequency.set(t, (documentFrequency.get(t) ?? 0) + 1);
   const n = candidates.length;
-  const idf = new Map(queryTerms.map((t) => {
-    const df = documentFrequency.get(t) ?? 0;
-    return [t, Math.log(1 + (n - df + 0.5) / (df + 0.5))] as const;
-  }));
+  const idf = new Map(
+    queryTerms.map((t) => {
+      const df = documentFrequency.get(t) ?? 0;
+      return [t, Math.log(1 + (n - df + 0.5) / (df + 0.5))] as const;
+    }),
+  );
   // Query terms found nowhere do not count: coverage is relative to what the passages can answer.
   const presentTerms = queryTerms.filter((t) => documentFrequency.has(t));
   const totalIdf = presentTerms.reduce((sum, t) => sum + (idf.get(t) ?? 0), 0);
@@ -188,8 +193,44 @@ export function buildExtractiveAnswer(query: string, passages: Passage[], option
 const LIST_MARKER = /^(?:[-*•·▪‣◦–—]\s+|\d{1,3}[.)]\s+|[a-zA-Z][)]\s+|#{1,6}\s+|>\s*)/;
 /** Never end a sentence: titles and references that always precede something ("Dr. Alvarez", "e.g. this", "p. 3"). */
 const LEADING_ABBREVIATIONS = new Set([
-  'e.g', 'i.e', 'vs', 'cf', 'mr', 'mrs', 'ms', 'dr', 'prof', 'sr', 'sra', 'jr', 'st', 'no', 'nr', 'p', 'pp', 'fig', 'figs',
-  'approx', 'incl', 'excl', 'dept', 'vol', 'ch', 'sec', 'art', 'para', 'z.b', 'bzw', 'u.a', 'ca', 'av', 'mme', 'mlle', 'env', 'evtl', 'ggf',
+  'e.g',
+  'i.e',
+  'vs',
+  'cf',
+  'mr',
+  'mrs',
+  'ms',
+  'dr',
+  'prof',
+  'sr',
+  'sra',
+  'jr',
+  'st',
+  'no',
+  'nr',
+  'p',
+  'pp',
+  'fig',
+  'figs',
+  'approx',
+  'incl',
+  'excl',
+  'dept',
+  'vol',
+  'ch',
+  'sec',
+  'art',
+  'para',
+  'z.b',
+  'bzw',
+  'u.a',
+  'ca',
+  'av',
+  'mme',
+  'mlle',
+  'env',
+  'evtl',
+  'ggf',
 ]);
 /** End a sentence only before a capitalised word, not before a number ("Jan. 5", "min. 3"). */
 const NUMBER_ABBREVIATIONS = new Set(['jan', 'feb', 'mar', 'apr', 'jun', 'jul', 'aug', 'sep', 'sept', 'oct', 'nov', 'dec', 'min', 'max', 'approx']);
@@ -213,7 +254,10 @@ export function splitSentences(text: string): string[] {
 function splitSegments(text: string): string[] {
   const segments: string[] = [];
   for (const block of text.replace(/\r\n?/g, '\n').split(/\n[ \t]*\n/)) {
-    const lines = block.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+    const lines = block
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '');
     let current = '';
     lines.forEach((line, i) => {
       const next = lines[i + 1];
@@ -268,7 +312,7 @@ function isSentenceEnd(before: string, after: string): boolean {
   // Linear: a backtracking /(\S+)$/ over a long run of non-spaces was quadratic per boundary.
   const lastSpace = Math.max(before.lastIndexOf(' '), before.lastIndexOf('\n'), before.lastIndexOf('\t'));
   const lastWord = before.slice(lastSpace + 1);
-  const bare = lastWord.replace(/^["'“‘(\[]+/, '').toLowerCase();
+  const bare = lastWord.replace(/^["'“‘([]+/, '').toLowerCase();
   if (LEADING_ABBREVIATIONS.has(bare)) return false;
   if (/^\p{L}$/u.test(bare)) return false;
   if (/^\p{Ll}/u.test(after)) return false;

@@ -2,14 +2,29 @@ import { randomUUID } from 'node:crypto';
 import { RecursiveCharacterTextSplitter } from '@langchain/textsplitters';
 import type { AppDeps } from '../context.ts';
 import type { DocumentStage } from '../../db/types.ts';
-import { extractDocument, ParseError, type ExtractedPage } from '../../adapters/parsers/extract.ts';
-import type { Job, JobContext } from '../../server/jobs/queue.ts';
-import { analyze, termFrequencies, type AnalyzerLanguage } from './text-analysis.ts';
-import { countTokens } from './tokens.ts';
-import { embedderFor } from './embedders.ts';
-import { hasVecColumn, insertVectors } from './vectors.ts';
-import { bumpContentVersion, findConfigById, findDocumentById, toKbDocument } from './repository.ts';
+import { ParseError, type ExtractedPage } from '../../adapters/outbound/parsers/extract.ts';
+import type { Job, JobContext } from '../jobs/queue.ts';
+import { analyze, termFrequencies, type AnalyzerLanguage } from '../../adapters/outbound/text/text-analysis.ts';
+import { countTokens } from '../../adapters/outbound/text/tokens.ts';
+import { documentEmbedderFor } from './embedders.ts';
+import { insertVectors } from './vectors.ts';
+import { hasVecColumn } from './search-repository.ts';
+import {
+  bumpContentVersion,
+  completeDocument,
+  failProcessingDocument,
+  findConfigById,
+  findDocumentById,
+  lockDocumentStatus,
+  lockServingVersion,
+  replaceChunks,
+  setDocumentStage,
+  toKbDocument,
+} from './repository.ts';
 import { recordEvents, webhookEvent, withEvents } from '../webhooks/outbox.ts';
+
+/** Everything a document's processing touches: its bytes, the pool, the embedder, the index and the outbox. */
+type IngestDeps = Pick<AppDeps, 'database' | 'blobs' | 'documentPool' | 'vectorSearch' | 'webhookJobs' | 'http' | 'secrets'>;
 
 export interface IngestPayload {
   documentId: string;
@@ -41,21 +56,12 @@ export async function splitPages(pages: ExtractedPage[], chunkSize: number, chun
   return chunks;
 }
 
-async function setStage(deps: AppDeps, documentId: string, stage: DocumentStage) {
-  await deps.database.db.updateTable('kb_documents').set({ stage, updated_at: new Date() }).where('id', '=', documentId).where('status', '=', 'processing').execute();
-}
+const setStage = (deps: Pick<AppDeps, 'database'>, documentId: string, stage: DocumentStage) => setDocumentStage(deps.database.db, documentId, stage);
 
-export async function failDocument(deps: AppDeps, documentId: string, reason: string) {
+export async function failDocument(deps: Pick<AppDeps, 'database' | 'webhookJobs'>, documentId: string, reason: string) {
   await withEvents(
     deps,
-    (trx) =>
-      trx
-        .updateTable('kb_documents')
-        .set({ status: 'failed', stage: 'failed', error: reason.slice(0, 1000), updated_at: new Date() })
-        .where('id', '=', documentId)
-        .where('status', '=', 'processing')
-        .returningAll()
-        .executeTakeFirst(),
+    (trx) => failProcessingDocument(trx, documentId, reason.slice(0, 1000)),
     (failed) => (failed ? [webhookEvent(failed.owner_id, 'document.failed', toKbDocument(failed))] : []),
   );
 }
@@ -64,7 +70,7 @@ export async function failDocument(deps: AppDeps, documentId: string, reason: st
  * upload -> extract -> split -> embed -> index -> completed. Idempotent: a retry after a crash rewrites the
  * document's chunks inside the final transaction, so a half-finished attempt leaves nothing searchable.
  */
-export async function ingestDocument(deps: AppDeps, job: Job<IngestPayload>, ctx: JobContext): Promise<void> {
+export async function ingestDocument(deps: IngestDeps, job: Job<IngestPayload>, ctx: JobContext): Promise<void> {
   const db = deps.database.db;
   const doc = await findDocumentById(db, job.payload.documentId);
   if (!doc || doc.status !== 'processing') return;
@@ -73,17 +79,22 @@ export async function ingestDocument(deps: AppDeps, job: Job<IngestPayload>, ctx
   try {
     await setStage(deps, doc.id, 'extracting');
     const bytes = await deps.blobs.get(doc.blob_key);
-    const extracted = await extractDocument(doc.kind, bytes, { signal: ctx.signal });
-    if (extracted.characters > MAX_EXTRACTED_CHARACTERS) throw new ParseError(`The document holds more than ${MAX_EXTRACTED_CHARACTERS.toLocaleString('en')} characters of text; split it into smaller files`);
+    const extracted = await deps.documentPool.extract(doc.kind, bytes, { signal: ctx.signal });
+    if (extracted.characters > MAX_EXTRACTED_CHARACTERS)
+      throw new ParseError(`The document holds more than ${MAX_EXTRACTED_CHARACTERS.toLocaleString('en')} characters of text; split it into smaller files`);
     const chunks = await splitPages(extracted.pages, config.chunk_size, config.chunk_overlap);
     if (chunks.length === 0) throw new ParseError('The document contains no text');
-    if (chunks.length > MAX_CHUNKS) throw new ParseError(`The document makes ${chunks.length} chunks, more than the ${MAX_CHUNKS} allowed; use a larger chunk size or split the file`);
+    if (chunks.length > MAX_CHUNKS)
+      throw new ParseError(`The document makes ${chunks.length} chunks, more than the ${MAX_CHUNKS} allowed; use a larger chunk size or split the file`);
 
     await setStage(deps, doc.id, 'embedding');
-    const embedder = embedderFor(deps, config);
+    const embedder = documentEmbedderFor(deps, config);
     const vectors: Float32Array[] = [];
     for (let i = 0; i < chunks.length; i += EMBED_BATCH) {
-      const batch = await embedder.embed(chunks.slice(i, i + EMBED_BATCH).map((c) => c.text), ctx.signal);
+      const batch = await embedder.embed(
+        chunks.slice(i, i + EMBED_BATCH).map((c) => c.text),
+        ctx.signal,
+      );
       vectors.push(...batch.vectors);
       await ctx.heartbeat();
     }
@@ -96,43 +107,35 @@ export async function ingestDocument(deps: AppDeps, job: Job<IngestPayload>, ctx
       // Lock order: the config row first, before any insert. The chunk inserts take KEY SHARE locks on it
       // through their foreign key; upgrading to a row lock after that deadlocks two concurrent ingestions.
       // Held here, it also stops a re-embedding from switching models before this commits.
-      const versionRow = await trx.selectFrom('kb_configs').select(['serving_version']).where('id', '=', config.id).forNoKeyUpdate().executeTakeFirst();
-      if (!versionRow) return;
+      const servingVersion = await lockServingVersion(trx, config.id);
+      if (servingVersion === undefined) return;
       // If the model was switched while we embedded, these vectors are of the old one: retry with the new one.
-      if (versionRow.serving_version !== config.serving_version) throw new Error('the embedding model was switched while this document was processed');
-      const current = await trx.selectFrom('kb_documents').select(['status']).where('id', '=', doc.id).forUpdate().executeTakeFirst();
-      if (current?.status !== 'processing') return;
-      await trx.deleteFrom('kb_chunks').where('document_id', '=', doc.id).execute();
+      if (servingVersion !== config.serving_version) throw new Error('the embedding model was switched while this document was processed');
+      if ((await lockDocumentStatus(trx, doc.id)) !== 'processing') return;
       const rows = chunks.map((chunk) => {
         const terms = analyze(chunk.text, language);
         return { id: randomUUID(), chunk, terms };
       });
-      for (let i = 0; i < rows.length; i += 500) {
-        await trx
-          .insertInto('kb_chunks')
-          .values(
-            rows.slice(i, i + 500).map(({ id, chunk, terms }) => ({
-              id,
-              document_id: doc.id,
-              config_id: config.id,
-              chunk_index: chunk.index,
-              page: chunk.page,
-              text: chunk.text,
-              term_count: terms.length,
-              token_count: countTokens(chunk.text),
-            })),
-          )
-          .execute();
-      }
-      const postings = rows.flatMap(({ id, terms }) => [...termFrequencies(terms)].map(([term, tf]) => ({ config_id: config.id, term, chunk_id: id, tf })));
-      for (let i = 0; i < postings.length; i += 2000) await trx.insertInto('kb_postings').values(postings.slice(i, i + 2000)).execute();
-      await insertVectors(trx, rows.map(({ id }, i) => ({ chunkId: id, configId: config.id, version: config.serving_version, vector: vectors[i]! })), withVec);
-      const completed = await trx
-        .updateTable('kb_documents')
-        .set({ status: 'completed', stage: 'searchable', error: null, page_count: extracted.pageCount, chunk_count: chunks.length, updated_at: new Date() })
-        .where('id', '=', doc.id)
-        .returningAll()
-        .executeTakeFirstOrThrow();
+      const postings = rows.flatMap(({ id, terms }) => [...termFrequencies(terms)].map(([term, tf]) => ({ chunkId: id, term, tf })));
+      await replaceChunks(
+        trx,
+        { id: doc.id, configId: config.id },
+        rows.map(({ id, chunk, terms }) => ({
+          id,
+          index: chunk.index,
+          page: chunk.page,
+          text: chunk.text,
+          termCount: terms.length,
+          tokenCount: countTokens(chunk.text),
+        })),
+        postings,
+      );
+      await insertVectors(
+        trx,
+        rows.map(({ id }, i) => ({ chunkId: id, configId: config.id, version: config.serving_version, vector: vectors[i]! })),
+        withVec,
+      );
+      const completed = await completeDocument(trx, doc.id, { pageCount: extracted.pageCount, chunkCount: chunks.length });
       await bumpContentVersion(trx, config.id);
       webhooksQueued = (await recordEvents(trx, [webhookEvent(completed.owner_id, 'document.completed', toKbDocument(completed))])).queued;
     });

@@ -1,8 +1,8 @@
-import { sql } from 'kysely';
 import type { AppDeps } from '../context.ts';
-import type { JobHandler } from '../../server/jobs/queue.ts';
+import type { JobHandler } from '../jobs/queue.ts';
 import { failDocument, ingestDocument, type IngestPayload } from './ingest.ts';
-import { reembedConfig, type ReembedPayload } from './reembed.ts';
+import { reembedConfig } from './reembed.ts';
+import { findOrphanedDocuments } from './repository.ts';
 
 export const INGEST_JOB = 'kb.ingest';
 export const REEMBED_JOB = 'kb.reembed';
@@ -18,17 +18,8 @@ export function knowledgeBaseJobHandlers(deps: AppDeps): Record<string, JobHandl
  * After a crash, a document may be `processing` with its job already dead or gone. Start-up gives every
  * such document a job again (dedupe keys stop duplicates), so none stays `processing` for ever.
  */
-export async function requeueOrphanedDocuments(deps: AppDeps): Promise<number> {
-  const { rows } = await sql<{ id: string; config_id: string; dead_error: string | null; dead: boolean }>`
-    select d.id, d.config_id,
-      exists (select 1 from jobs j where j.kind = ${INGEST_JOB} and j.status = 'dead' and j.payload->>'documentId' = d.id::text) as dead,
-      (select j.last_error from jobs j where j.kind = ${INGEST_JOB} and j.status = 'dead' and j.payload->>'documentId' = d.id::text order by j.updated_at desc limit 1) as dead_error
-    from kb_documents d
-    where d.status = 'processing'
-      and not exists (
-        select 1 from jobs j
-        where j.kind = ${INGEST_JOB} and j.status in ('queued', 'running') and j.payload->>'documentId' = d.id::text
-      )`.execute(deps.database.db);
+export async function requeueOrphanedDocuments(deps: Pick<AppDeps, 'database' | 'jobs' | 'webhookJobs'>): Promise<number> {
+  const rows = await findOrphanedDocuments(deps.database.db, INGEST_JOB);
   for (const doc of rows) {
     // A job that already used up its attempts (for instance, each one crashed the process) ends the document.
     if (doc.dead) {
@@ -41,4 +32,4 @@ export async function requeueOrphanedDocuments(deps: AppDeps): Promise<number> {
   return rows.length;
 }
 
-export type { IngestPayload, ReembedPayload };
+export type { IngestPayload };

@@ -1,22 +1,48 @@
 import { z } from 'zod';
 import { queryInput, queryResultSchema } from '../../schema/knowledge-base.ts';
 import { ownerProcedure, router } from '../trpc.ts';
-import { runParserSelfTest } from '../../adapters/parsers/self-test.ts';
-import { LOCAL_EMBEDDING_MODEL } from '../../adapters/embeddings/local-embedder.ts';
+import { runParserSelfTest } from '../../adapters/outbound/parsers/self-test.ts';
+import { LOCAL_EMBEDDING_MODEL } from '../../adapters/outbound/embeddings/local-embedder.ts';
 import * as repo from './repository.ts';
 import { ownedConfig } from './configs-router.ts';
-import { answerQuery, streamAnswer } from './answer.ts';
+import { type AnswerEvent, answerQuery, streamAnswer } from './answer.ts';
+import { recordQueryUsage } from '../billing/repository.ts';
 
 const tags = ['Knowledge base'];
 
+/** Counts a streamed answer once it is complete (a stream cut short answered nothing to count). */
+async function* meteredStream(db: Parameters<typeof recordQueryUsage>[0], ownerId: string, events: AsyncIterable<AnswerEvent>) {
+  for await (const event of events) {
+    if (event.type === 'complete') await recordQueryUsage(db, ownerId, event.usage);
+    yield event;
+  }
+}
+const kbQueryErrors = {
+  404: 'configId names none of your configurations',
+  502: 'The embedding provider or language model could not be reached, failed, or answered in an invalid format (details: its reason)',
+  504: 'The embedding provider or language model took longer than its timeout',
+};
+
 export const kbQueryRouter = router({
   query: ownerProcedure
-    .meta({ openapi: { method: 'POST', path: '/api/v1/knowledge-base/query', tags, summary: 'Ask a question; the answer cites its sources with scores and reports token usage', protect: true }, rateLimit: 'kbQuery' })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/api/v1/knowledge-base/query',
+        tags,
+        summary: 'Ask a question; the answer cites its sources with scores and reports token usage',
+        protect: true,
+        errorResponses: kbQueryErrors,
+      },
+      rateLimit: 'kbQuery',
+    })
     .input(queryInput)
     .output(queryResultSchema)
     .mutation(async ({ ctx, input }) => {
       const config = await ownedConfig(ctx.deps, ctx.owner.id, input.configId);
-      return answerQuery(ctx.deps, config, input.query, { signal: ctx.signal });
+      const result = await answerQuery(ctx.deps, config, input.query, { signal: ctx.signal });
+      await recordQueryUsage(ctx.deps.database.db, ctx.owner.id, result.usage);
+      return result;
     }),
 
   stream: ownerProcedure
@@ -32,6 +58,7 @@ export const kbQueryRouter = router({
           'An error after the stream started is sent as `{"type":"error","error":{message,code,details}}` before `[DONE]`. ' +
           'Errors before the first byte are normal JSON envelopes. Disconnecting cancels the work.',
         protect: true,
+        errorResponses: kbQueryErrors,
       },
       rateLimit: 'kbQuery',
       sse: true,
@@ -40,7 +67,7 @@ export const kbQueryRouter = router({
     .output(z.any().meta({ override: { type: 'string', description: 'text/event-stream' } }))
     .mutation(async ({ ctx, input }) => {
       const config = await ownedConfig(ctx.deps, ctx.owner.id, input.configId);
-      return streamAnswer(ctx.deps, config, input.query, { signal: ctx.signal });
+      return meteredStream(ctx.deps.database.db, ctx.owner.id, streamAnswer(ctx.deps, config, input.query, { signal: ctx.signal }));
     }),
 
   collections: ownerProcedure
@@ -67,18 +94,7 @@ export const kbQueryRouter = router({
     .query(async ({ ctx }) => {
       const db = ctx.deps.database.db;
       const configs = await repo.listConfigs(db, ctx.owner.id);
-      const counts = configs.length
-        ? await db
-            .selectFrom('kb_vectors')
-            .innerJoin('kb_configs', 'kb_configs.id', 'kb_vectors.config_id')
-            .select(['kb_vectors.config_id'])
-            .select((eb) => eb.fn.countAll<number>().as('n'))
-            .where('kb_configs.owner_id', '=', ctx.owner.id)
-            .whereRef('kb_vectors.version', '=', 'kb_configs.serving_version')
-            .groupBy('kb_vectors.config_id')
-            .execute()
-        : [];
-      const byConfig = new Map(counts.map((c) => [c.config_id, Number(c.n)]));
+      const byConfig = configs.length ? await repo.countServingVectors(db, ctx.owner.id) : new Map<string, number>();
       const collections = configs.map((c) => ({
         name: `kb_${c.id.replace(/-/g, '')}_v${c.serving_version}`,
         configId: c.id,
@@ -94,16 +110,30 @@ export const kbQueryRouter = router({
     }),
 
   health: ownerProcedure
-    .meta({ openapi: { method: 'GET', path: '/api/v1/knowledge-base/health', tags, summary: 'Health of the knowledge-base services: database, vector search, providers, parser, job queue', protect: true } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/api/v1/knowledge-base/health',
+        tags,
+        summary: 'Health of the knowledge-base services: database, vector search, providers, parser, job queue',
+        protect: true,
+      },
+    })
     .input(z.object({}).optional())
     .output(
       z.object({
         status: z.enum(['ok', 'degraded']),
         database: z.object({ status: z.enum(['up', 'down']), kind: z.string(), latencyMs: z.number().nullable() }),
         vectorSearch: z.object({ mode: z.enum(['pgvector', 'exact']), description: z.string() }),
-        embedding: z.object({ local: z.object({ model: z.string(), status: z.literal('ok') }), providers: z.array(z.object({ host: z.string(), model: z.string(), configs: z.number().int() })) }),
+        embedding: z.object({
+          local: z.object({ model: z.string(), status: z.literal('ok') }),
+          providers: z.array(z.object({ host: z.string(), model: z.string(), configs: z.number().int() })),
+        }),
         languageModels: z.array(z.object({ host: z.string(), model: z.string(), configs: z.number().int() })),
-        parser: z.object({ status: z.enum(['ok', 'failing']), formats: z.array(z.object({ kind: z.string(), ok: z.boolean(), error: z.string().optional() })) }),
+        parser: z.object({
+          status: z.enum(['ok', 'failing']),
+          formats: z.array(z.object({ kind: z.string(), ok: z.boolean(), error: z.string().optional() })),
+        }),
         queue: z.object({ queued: z.number().int(), running: z.number().int(), dead: z.number().int(), oldestQueuedAgeSeconds: z.number().nullable() }),
       }),
     )
@@ -127,7 +157,7 @@ export const kbQueryRouter = router({
         }
         return [...map.values()];
       };
-      const parser = await runParserSelfTest();
+      const parser = await runParserSelfTest(ctx.deps.documentPool.extract);
       const queue = database.status === 'up' ? await deps.jobs.stats() : { queued: 0, running: 0, dead: 0, oldestQueuedAgeSeconds: null };
       const parserOk = parser.every((p) => p.ok);
       return {
@@ -135,28 +165,63 @@ export const kbQueryRouter = router({
         database,
         vectorSearch: {
           mode: deps.vectorSearch,
-          description: deps.vectorSearch === 'pgvector' ? 'pgvector in the database (exact scan)' : 'exact scoring of stored vectors in the service (no pgvector on this database)',
+          description:
+            deps.vectorSearch === 'pgvector'
+              ? 'pgvector in the database (exact scan)'
+              : 'exact scoring of stored vectors in the service (no pgvector on this database)',
         },
         embedding: {
           local: { model: LOCAL_EMBEDDING_MODEL, status: 'ok' as const },
           providers: group(configs.filter((c) => c.embedding.provider === 'openai').map((c) => ({ url: c.embedding.baseUrl, model: c.embedding.model }))),
         },
         languageModels: group(configs.filter((c) => c.llm).map((c) => ({ url: c.llm!.baseUrl, model: c.llm!.model }))),
-        parser: { status: parserOk ? ('ok' as const) : ('failing' as const), formats: parser.map((p) => ({ kind: p.kind, ok: p.ok, ...(p.error ? { error: p.error } : {}) })) },
+        parser: {
+          status: parserOk ? ('ok' as const) : ('failing' as const),
+          formats: parser.map((p) => ({ kind: p.kind, ok: p.ok, ...(p.error ? { error: p.error } : {}) })),
+        },
         queue,
       };
     }),
 
   testParser: ownerProcedure
-    .meta({ openapi: { method: 'POST', path: '/api/v1/knowledge-base/test-parser', tags, summary: 'Check the document-parser configuration: an external parsing service and its key, or the built-in parsers', protect: true } })
-    .input(z.object({ serviceUrl: z.url({ protocol: /^https?$/ }).max(2048).optional(), apiKey: z.string().min(1).max(4096).optional() }).optional())
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/api/v1/knowledge-base/test-parser',
+        tags,
+        summary: 'Check the document-parser configuration: an external parsing service and its key, or the built-in parsers',
+        protect: true,
+      },
+    })
+    .input(
+      z
+        .object({
+          serviceUrl: z
+            .url({ protocol: /^https?$/ })
+            .max(2048)
+            .optional(),
+          apiKey: z.string().min(1).max(4096).optional(),
+        })
+        .optional(),
+    )
     .output(
       z.object({
         mode: z.enum(['external', 'built-in']),
         ok: z.boolean(),
         message: z.string(),
         external: z.object({ host: z.string(), status: z.number().int().nullable(), keyAccepted: z.boolean().nullable(), latencyMs: z.number() }).optional(),
-        results: z.array(z.object({ kind: z.string(), ok: z.boolean(), characters: z.number().int(), pages: z.number().int().nullable(), latencyMs: z.number(), error: z.string().optional() })).optional(),
+        results: z
+          .array(
+            z.object({
+              kind: z.string(),
+              ok: z.boolean(),
+              characters: z.number().int(),
+              pages: z.number().int().nullable(),
+              latencyMs: z.number(),
+              error: z.string().optional(),
+            }),
+          )
+          .optional(),
       }),
     )
     .mutation(async ({ ctx, input }) => {
@@ -164,21 +229,36 @@ export const kbQueryRouter = router({
       const serviceUrl = input?.serviceUrl ?? ctx.deps.config.PARSER_SERVICE_URL;
       const apiKey = input?.serviceUrl ? input.apiKey : (input?.apiKey ?? ctx.deps.config.PARSER_SERVICE_KEY);
       if (!serviceUrl) {
-        const results = await runParserSelfTest();
+        const results = await runParserSelfTest(ctx.deps.documentPool.extract);
         const ok = results.every((r) => r.ok);
         return { mode: 'built-in' as const, ok, message: ok ? 'The built-in PDF, DOCX, TXT and MD parsers work' : 'Some built-in parsers failed', results };
       }
       const host = new URL(serviceUrl).host;
       const t0 = performance.now();
       try {
-        const res = await ctx.deps.http.request(serviceUrl, { method: 'GET', headers: apiKey ? { authorization: `Bearer ${apiKey}`, 'x-api-key': apiKey } : {}, timeoutMs: 10_000, signal: ctx.signal });
+        const res = await ctx.deps.http.request(serviceUrl, {
+          method: 'GET',
+          headers: apiKey ? { authorization: `Bearer ${apiKey}`, 'x-api-key': apiKey } : {},
+          timeoutMs: 10_000,
+          signal: ctx.signal,
+        });
         const latencyMs = Math.round(performance.now() - t0);
         const keyAccepted = res.status === 401 || res.status === 403 ? false : res.status < 400 ? true : null;
         const ok = keyAccepted === true;
-        const message = keyAccepted === false ? `The parsing service rejected the API key (HTTP ${res.status})` : ok ? 'The parsing service accepted the API key' : `The parsing service answered HTTP ${res.status}`;
+        const message =
+          keyAccepted === false
+            ? `The parsing service rejected the API key (HTTP ${res.status})`
+            : ok
+              ? 'The parsing service accepted the API key'
+              : `The parsing service answered HTTP ${res.status}`;
         return { mode: 'external' as const, ok, message, external: { host, status: res.status, keyAccepted, latencyMs } };
       } catch (error) {
-        return { mode: 'external' as const, ok: false, message: `The parsing service could not be reached: ${(error as Error).message}`, external: { host, status: null, keyAccepted: null, latencyMs: Math.round(performance.now() - t0) } };
+        return {
+          mode: 'external' as const,
+          ok: false,
+          message: `The parsing service could not be reached: ${(error as Error).message}`,
+          external: { host, status: null, keyAccepted: null, latencyMs: Math.round(performance.now() - t0) },
+        };
       }
     }),
 });

@@ -1,6 +1,8 @@
-import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
-import type { DB, KbConfigsTable, KbDocumentsTable } from '../../db/types.ts';
+import { sql, type InsertObject, type Kysely, type Selectable, type Transaction, type UpdateObject } from 'kysely';
+import type { DB, DocumentStage, KbConfigsTable, KbDocumentsTable, KbToolSetting } from '../../db/types.ts';
+import { jsonb } from '../../db/json.ts';
 import { toIso } from '../../schema/common.ts';
+import { jobPayloadNames } from '../jobs/repository.ts';
 
 export type KbConfigRow = Selectable<KbConfigsTable>;
 export type KbDocumentRow = Selectable<KbDocumentsTable>;
@@ -60,10 +62,14 @@ export const findConfig = (db: Db, ownerId: string, id: string) =>
 export const findConfigById = (db: Db, id: string) => db.selectFrom('kb_configs').selectAll().where('id', '=', id).executeTakeFirst();
 
 export const listDocuments = (db: Db, ownerId: string, configId: string) =>
-  db.selectFrom('kb_documents').selectAll().where('owner_id', '=', ownerId).where('config_id', '=', configId).orderBy('created_at', 'desc').orderBy('id').execute();
-
-export const findDocument = (db: Db, ownerId: string, id: string) =>
-  db.selectFrom('kb_documents').selectAll().where('owner_id', '=', ownerId).where('id', '=', id).executeTakeFirst();
+  db
+    .selectFrom('kb_documents')
+    .selectAll()
+    .where('owner_id', '=', ownerId)
+    .where('config_id', '=', configId)
+    .orderBy('created_at', 'desc')
+    .orderBy('id')
+    .execute();
 
 export const findDocumentById = (db: Db, id: string) => db.selectFrom('kb_documents').selectAll().where('id', '=', id).executeTakeFirst();
 
@@ -71,15 +77,221 @@ export const findDocumentByHash = (db: Db, configId: string, contentHash: string
   db.selectFrom('kb_documents').selectAll().where('config_id', '=', configId).where('content_hash', '=', contentHash).executeTakeFirst();
 
 export async function bumpContentVersion(db: Db, configId: string) {
-  await db.updateTable('kb_configs').set((eb) => ({ content_version: eb('content_version', '+', 1) })).where('id', '=', configId).execute();
-}
-
-/** Pending jobs that belong to a configuration or document (they are removed with it). */
-export async function deleteJobsFor(db: Db, field: 'configId' | 'documentId', ids: string[]) {
-  if (ids.length === 0) return;
   await db
-    .deleteFrom('jobs')
-    .where('status', 'in', ['queued', 'running'])
-    .where(sql<string>`payload->>${field}`, 'in', ids)
+    .updateTable('kb_configs')
+    .set((eb) => ({ content_version: eb('content_version', '+', 1) }))
+    .where('id', '=', configId)
     .execute();
 }
+
+export const insertConfig = (db: Db, values: InsertObject<DB, 'kb_configs'>) =>
+  db.insertInto('kb_configs').values(values).returningAll().executeTakeFirstOrThrow();
+
+/** With `newEmbeddingVersion`, the target embedding version goes up by one (the serving one follows after re-embedding). */
+export const updateConfig = (db: Db, id: string, changes: UpdateObject<DB, 'kb_configs'>, newEmbeddingVersion: boolean) =>
+  db
+    .updateTable('kb_configs')
+    .set((eb) => ({ ...changes, ...(newEmbeddingVersion ? { embedding_version: eb('embedding_version', '+', 1) } : {}), updated_at: new Date() }))
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+
+export const replaceTools = (db: Db, id: string, tools: KbToolSetting[]) =>
+  db
+    .updateTable('kb_configs')
+    .set({ tools: jsonb(tools), updated_at: new Date() })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+
+export const listDocumentIds = async (db: Db, configId: string) =>
+  (await db.selectFrom('kb_documents').select('id').where('config_id', '=', configId).execute()).map((d) => d.id);
+
+export async function deleteConfig(db: Db, id: string) {
+  await db.deleteFrom('kb_configs').where('id', '=', id).execute();
+}
+
+/** Vectors of the serving version, per configuration of the owner. */
+export async function countServingVectors(db: Db, ownerId: string): Promise<Map<string, number>> {
+  const counts = await db
+    .selectFrom('kb_vectors')
+    .innerJoin('kb_configs', 'kb_configs.id', 'kb_vectors.config_id')
+    .select(['kb_vectors.config_id'])
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('kb_configs.owner_id', '=', ownerId)
+    .whereRef('kb_vectors.version', '=', 'kb_configs.serving_version')
+    .groupBy('kb_vectors.config_id')
+    .execute();
+  return new Map(counts.map((c) => [c.config_id, Number(c.n)]));
+}
+
+export const insertDocument = (db: Db, values: InsertObject<DB, 'kb_documents'>) =>
+  db.insertInto('kb_documents').values(values).returningAll().executeTakeFirstOrThrow();
+
+/** A failed document uploaded again goes back to processing; undefined when it is no longer failed. */
+export const retryFailedDocument = (db: Db, id: string, fileName: string) =>
+  db
+    .updateTable('kb_documents')
+    .set({ status: 'processing', stage: 'uploaded', error: null, file_name: fileName, updated_at: new Date() })
+    .where('id', '=', id)
+    .where('status', '=', 'failed')
+    .returningAll()
+    .executeTakeFirst();
+
+/**
+ * Locks the configuration rows of these documents, in id order: the lock order of ingestion (config rows first,
+ * then documents), so a deletion and an ingestion never deadlock.
+ */
+export async function lockConfigsOfDocuments(db: Db, ownerId: string, documentIds: string[]) {
+  const configIds = (
+    await db.selectFrom('kb_documents').select('config_id').distinct().where('owner_id', '=', ownerId).where('id', 'in', documentIds).execute()
+  )
+    .map((r) => r.config_id)
+    .sort();
+  if (configIds.length > 0) await db.selectFrom('kb_configs').select('id').where('id', 'in', configIds).orderBy('id').forNoKeyUpdate().execute();
+}
+
+export const deleteOwnedDocuments = (db: Db, ownerId: string, ids: string[]) =>
+  db.deleteFrom('kb_documents').where('owner_id', '=', ownerId).where('id', 'in', ids).returning(['id', 'config_id', 'blob_key']).execute();
+
+/** Only while the document is processing (a deletion or a failure meanwhile wins). */
+export async function setDocumentStage(db: Db, id: string, stage: DocumentStage) {
+  await db.updateTable('kb_documents').set({ stage, updated_at: new Date() }).where('id', '=', id).where('status', '=', 'processing').execute();
+}
+
+export const failProcessingDocument = (db: Db, id: string, reason: string) =>
+  db
+    .updateTable('kb_documents')
+    .set({ status: 'failed', stage: 'failed', error: reason, updated_at: new Date() })
+    .where('id', '=', id)
+    .where('status', '=', 'processing')
+    .returningAll()
+    .executeTakeFirst();
+
+/** The serving version under a row lock that holds off a model switch until the caller commits. */
+export const lockServingVersion = async (db: Db, configId: string) =>
+  (await db.selectFrom('kb_configs').select(['serving_version']).where('id', '=', configId).forNoKeyUpdate().executeTakeFirst())?.serving_version;
+
+/** The target embedding version under the same row lock. */
+export const lockEmbeddingVersion = async (db: Db, configId: string) =>
+  (await db.selectFrom('kb_configs').select(['embedding_version']).where('id', '=', configId).forNoKeyUpdate().executeTakeFirst())?.embedding_version;
+
+export const lockDocumentStatus = async (db: Db, id: string) =>
+  (await db.selectFrom('kb_documents').select(['status']).where('id', '=', id).forUpdate().executeTakeFirst())?.status;
+
+export interface NewChunk {
+  id: string;
+  index: number;
+  page: number | null;
+  text: string;
+  termCount: number;
+  tokenCount: number;
+}
+
+/** Replaces a document's chunks and their postings (in batches that stay under the parameter limit). */
+export async function replaceChunks(
+  db: Db,
+  doc: { id: string; configId: string },
+  chunks: NewChunk[],
+  postings: Array<{ chunkId: string; term: string; tf: number }>,
+) {
+  await db.deleteFrom('kb_chunks').where('document_id', '=', doc.id).execute();
+  for (let i = 0; i < chunks.length; i += 500) {
+    await db
+      .insertInto('kb_chunks')
+      .values(
+        chunks.slice(i, i + 500).map((chunk) => ({
+          id: chunk.id,
+          document_id: doc.id,
+          config_id: doc.configId,
+          chunk_index: chunk.index,
+          page: chunk.page,
+          text: chunk.text,
+          term_count: chunk.termCount,
+          token_count: chunk.tokenCount,
+        })),
+      )
+      .execute();
+  }
+  const rows = postings.map((p) => ({ config_id: doc.configId, term: p.term, chunk_id: p.chunkId, tf: p.tf }));
+  for (let i = 0; i < rows.length; i += 2000)
+    await db
+      .insertInto('kb_postings')
+      .values(rows.slice(i, i + 2000))
+      .execute();
+}
+
+export const completeDocument = (db: Db, id: string, counts: { pageCount: number | null; chunkCount: number }) =>
+  db
+    .updateTable('kb_documents')
+    .set({ status: 'completed', stage: 'searchable', error: null, page_count: counts.pageCount, chunk_count: counts.chunkCount, updated_at: new Date() })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+
+/** Chunks of the configuration with no vector of `version` yet, in id order. */
+export const chunksWithoutVector = (db: Db, configId: string, version: number, limit: number) =>
+  db
+    .selectFrom('kb_chunks')
+    .select(['kb_chunks.id', 'kb_chunks.text'])
+    .where('kb_chunks.config_id', '=', configId)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('kb_vectors').select('kb_vectors.chunk_id').whereRef('kb_vectors.chunk_id', '=', 'kb_chunks.id').where('kb_vectors.version', '=', version),
+        ),
+      ),
+    )
+    .orderBy('kb_chunks.id')
+    .limit(limit)
+    .execute();
+
+export async function countChunksWithoutVector(db: Db, configId: string, version: number): Promise<number> {
+  const { rows } = await sql<{ n: number }>`
+        select count(*)::int as n from kb_chunks c
+        where c.config_id = ${configId}
+          and not exists (select 1 from kb_vectors v where v.chunk_id = c.id and v.version = ${version})`.execute(db);
+  return rows[0]?.n ?? 0;
+}
+
+/** Serving switches to `version` (model and key follow), and the vectors of every other version go. */
+export async function switchServingVersion(db: Db, configId: string, version: number) {
+  await db
+    .updateTable('kb_configs')
+    .set((eb) => ({
+      serving_version: version,
+      serving_embedding: eb.ref('embedding'),
+      serving_embedding_api_key_enc: eb.ref('embedding_api_key_enc'),
+      content_version: eb('content_version', '+', 1),
+    }))
+    .where('id', '=', configId)
+    .execute();
+  await db.deleteFrom('kb_vectors').where('config_id', '=', configId).where('version', '<>', version).execute();
+}
+
+/**
+ * Documents `processing` with no queued or running ingestion job (`kind`), and whether such a job died (with its
+ * last error). One statement: the sweep runs at start-up and periodically.
+ */
+export async function findOrphanedDocuments(db: Db, kind: string) {
+  const names = jobPayloadNames('documentId', sql`d.id::text`);
+  const { rows } = await sql<{ id: string; config_id: string; dead_error: string | null; dead: boolean }>`
+    select d.id, d.config_id,
+      exists (select 1 from jobs j where j.kind = ${kind} and j.status = 'dead' and ${names}) as dead,
+      (select j.last_error from jobs j where j.kind = ${kind} and j.status = 'dead' and ${names} order by j.updated_at desc limit 1) as dead_error
+    from kb_documents d
+    where d.status = 'processing'
+      and not exists (
+        select 1 from jobs j
+        where j.kind = ${kind} and j.status in ('queued', 'running') and ${names}
+      )`.execute(db);
+  return rows;
+}
+
+/** How many documents an owner stores and their total size (for the subscription's usage). */
+export const documentTotals = async (db: Db, ownerId: string) =>
+  (await db
+    .selectFrom('kb_documents')
+    .select([sql<number>`count(*)::float8`.as('documents'), sql<number>`coalesce(sum(size_bytes), 0)::float8`.as('storageBytes')])
+    .where('owner_id', '=', ownerId)
+    .executeTakeFirst()) ?? { documents: 0, storageBytes: 0 };

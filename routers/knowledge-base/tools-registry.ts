@@ -45,7 +45,7 @@ const bookSlotConfig = z.object({
 
 export const TOOL_REGISTRY = {
   lead_capture: {
-    description: 'Collects a visitor\'s contact details through a form (yields a formConfig for the widget)',
+    description: "Collects a visitor's contact details through a form (yields a formConfig for the widget)",
     config: leadCaptureConfig,
   },
   book_slot: {
@@ -64,7 +64,9 @@ export const toolSettingInput = z.object({
 });
 
 /** Validates each tool's configuration against its schema, filling defaults. */
-export function normaliseTools(tools: Array<z.infer<typeof toolSettingInput>>): { ok: true; tools: Array<{ name: ToolName; enabled: boolean; config: Record<string, unknown> }> } | { ok: false; details: string } {
+export function normaliseTools(
+  tools: Array<z.infer<typeof toolSettingInput>>,
+): { ok: true; tools: Array<{ name: ToolName; enabled: boolean; config: Record<string, unknown> }> } | { ok: false; details: string } {
   const seen = new Set<string>();
   const out = [];
   for (const [index, tool] of tools.entries()) {

@@ -10,8 +10,7 @@ const catalogues: Record<string, Record<string, unknown>> = { en, es, fr, de, pt
 const translations = Object.entries(catalogues).filter(([locale]) => locale !== 'en');
 const englishKeys = Object.keys(en).sort();
 
-const placeholders = (text: unknown): string[] =>
-  [...String(text).matchAll(/\{([^{}]*)\}/g)].map((match) => match[1] ?? '').sort();
+const placeholders = (text: unknown): string[] => [...String(text).matchAll(/\{([^{}]*)\}/g)].map((match) => match[1] ?? '').sort();
 
 describe('catalogue files', () => {
   it('has one catalogue per supported locale', () => {

@@ -5,7 +5,14 @@ import { resolveCatalogue, SUPPORTED_LOCALES } from './catalogue.ts';
 
 export const translationsRouter = router({
   get: publicProcedure
-    .meta({ openapi: { method: 'GET', path: '/api/v1/translations/{locale}', tags: ['Localization'], summary: 'UI translations for a locale, with fallback (pt-BR -> pt -> en)' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/api/v1/translations/{locale}',
+        tags: ['Localization'],
+        summary: 'UI translations for a locale, with fallback (pt-BR -> pt -> en)',
+      },
+    })
     .input(z.object({ locale: z.string().min(1).max(64) }))
     .output(
       z.object({

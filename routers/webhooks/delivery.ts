@@ -1,13 +1,14 @@
 import type { Readable } from 'node:stream';
 import type { Kysely } from 'kysely';
 import type { DB, WebhookAttempt, WebhookDeliveryRow } from '../../db/types.ts';
-import type { GuardedHttpClient } from '../../adapters/http/guarded-client.ts';
-import type { SecretBox } from '../../server/secrets.ts';
-import type { Logger } from '../../server/logger.ts';
-import { RescheduleJob, type Job, type JobHandler, type JobQueue } from '../../server/jobs/queue.ts';
+import type { GuardedHttpClient } from '../../adapters/outbound/http/guarded-client.ts';
+import type { SecretBox } from '../../adapters/outbound/secrets.ts';
+import type { Logger } from '../../adapters/outbound/logger.ts';
+import { RescheduleJob, type Job, type JobHandler, type JobQueue } from '../jobs/queue.ts';
 import { signatureHeader } from './signing.ts';
 import { nextAttemptDelay, parseRetryAfter } from './schedule.ts';
-import { DELIVER_JOB, recordEvents, webhookEvent } from './outbox.ts';
+import { recordEvents, webhookEvent } from './outbox.ts';
+import { DELIVER_JOB } from './outbox-repository.ts';
 import * as repo from './repository.ts';
 
 export const REPLAY_JOB = 'webhook.replay';
@@ -72,14 +73,22 @@ async function send(deps: DeliveryDeps, delivery: repo.DeliveryForSend, trigger:
   const base = { at: at.toISOString(), trigger };
   // Plain http was accepted for an OUTBOUND_ALLOW_HOSTS entry only; that entry may be gone since it was saved.
   if (!delivery.url.startsWith('https:') && !deps.http.isAllowListed(delivery.url)) {
-    return { attempt: { ...base, httpStatus: null, latencyMs: 0, responseExcerpt: null, error: 'Not sent: plain http is not allowed for this URL; use https' }, succeeded: false, retryAfterMs: undefined };
+    return {
+      attempt: { ...base, httpStatus: null, latencyMs: 0, responseExcerpt: null, error: 'Not sent: plain http is not allowed for this URL; use https' },
+      succeeded: false,
+      retryAfterMs: undefined,
+    };
   }
   try {
     const response = await deps.http.stream(delivery.url, { method: 'POST', headers, body: delivery.body, timeoutMs: deps.timeoutMs });
     const excerpt = await readExcerpt(response.body);
     const latencyMs = Math.round((performance.now() - started) * 10) / 10;
     const succeeded = response.status >= 200 && response.status < 300;
-    const error = succeeded ? null : response.status >= 300 && response.status < 400 ? `Redirect (${response.status}) not followed: configure the final URL` : `Receiver answered ${response.status}`;
+    const error = succeeded
+      ? null
+      : response.status >= 300 && response.status < 400
+        ? `Redirect (${response.status}) not followed: configure the final URL`
+        : `Receiver answered ${response.status}`;
     return {
       attempt: { ...base, httpStatus: response.status, latencyMs, responseExcerpt: excerpt, error },
       succeeded,
@@ -87,7 +96,11 @@ async function send(deps: DeliveryDeps, delivery: repo.DeliveryForSend, trigger:
     };
   } catch (error) {
     const latencyMs = Math.round((performance.now() - started) * 10) / 10;
-    return { attempt: { ...base, httpStatus: null, latencyMs, responseExcerpt: null, error: (error as Error).message || 'request failed' }, succeeded: false, retryAfterMs: undefined };
+    return {
+      attempt: { ...base, httpStatus: null, latencyMs, responseExcerpt: null, error: (error as Error).message || 'request failed' },
+      succeeded: false,
+      retryAfterMs: undefined,
+    };
   }
 }
 
@@ -96,11 +109,21 @@ async function send(deps: DeliveryDeps, delivery: repo.DeliveryForSend, trigger:
  * endpoint's failure streak, and — on a 410 or five days of failures — disabling the endpoint, which is
  * itself recorded (disabledReason/disabledAt, and a `webhook.disabled` event to the owner's other endpoints).
  */
-async function record(deps: DeliveryDeps, delivery: repo.DeliveryForSend, result: AttemptResult, next: { status: WebhookDeliveryRow['status'] | 'keep'; nextAttemptAt: Date | null; automatic: boolean }) {
+async function record(
+  deps: DeliveryDeps,
+  delivery: repo.DeliveryForSend,
+  result: AttemptResult,
+  next: { status: WebhookDeliveryRow['status'] | 'keep'; nextAttemptAt: Date | null; automatic: boolean },
+) {
   const at = new Date(result.attempt.at);
   let queued = 0;
   const stored = await deps.db.transaction().execute(async (trx) => {
-    const saved = await repo.saveAttempt(trx, delivery.id, { status: next.status, countsAsAutomatic: next.automatic, nextAttemptAt: next.nextAttemptAt, attempt: result.attempt });
+    const saved = await repo.saveAttempt(trx, delivery.id, {
+      status: next.status,
+      countsAsAutomatic: next.automatic,
+      nextAttemptAt: next.nextAttemptAt,
+      attempt: result.attempt,
+    });
     const endpoint = await repo.recordEndpointOutcome(trx, delivery.webhook_id, result.succeeded, at);
     if (!endpoint?.enabled) return saved;
     let reason: 'gone' | 'failing' | undefined;
@@ -111,7 +134,8 @@ async function record(deps: DeliveryDeps, delivery: repo.DeliveryForSend, result
     if (!disabled) return saved;
     const message = reason === 'gone' ? 'The receiver answered 410 Gone' : 'No successful delivery for 5 days';
     deps.logger.warn('webhook endpoint disabled', { webhookId: disabled.id, reason });
-    queued = (await recordEvents(trx, [webhookEvent(disabled.owner_id, 'webhook.disabled', { webhookId: disabled.id, url: disabled.url, reason, message })])).queued;
+    queued = (await recordEvents(trx, [webhookEvent(disabled.owner_id, 'webhook.disabled', { webhookId: disabled.id, url: disabled.url, reason, message })]))
+      .queued;
     return saved;
   });
   if (queued > 0) deps.jobs.notify();
@@ -135,7 +159,14 @@ async function deliver(deps: DeliveryDeps, job: Job<{ deliveryId: string }>): Pr
 
   // A disabled endpoint receives nothing, except the test event its owner asked for explicitly.
   if (!delivery.enabled && delivery.event_type !== 'webhook.test') {
-    const attempt: WebhookAttempt = { at: deps.now().toISOString(), trigger: 'automatic', httpStatus: null, latencyMs: 0, responseExcerpt: null, error: 'Not sent: the endpoint is disabled' };
+    const attempt: WebhookAttempt = {
+      at: deps.now().toISOString(),
+      trigger: 'automatic',
+      httpStatus: null,
+      latencyMs: 0,
+      responseExcerpt: null,
+      error: 'Not sent: the endpoint is disabled',
+    };
     await repo.saveAttempt(deps.db, delivery.id, { status: 'failed', countsAsAutomatic: false, nextAttemptAt: null, attempt });
     return;
   }

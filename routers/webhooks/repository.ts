@@ -5,7 +5,8 @@ import { toIso } from '../../schema/common.ts';
 type Db = Kysely<DB> | Transaction<DB>;
 
 export function toWebhook(row: WebhookRow, now: Date) {
-  const graceUntil = row.previous_secret_enc && row.previous_secret_expires_at && new Date(row.previous_secret_expires_at) > now ? row.previous_secret_expires_at : null;
+  const graceUntil =
+    row.previous_secret_enc && row.previous_secret_expires_at && new Date(row.previous_secret_expires_at) > now ? row.previous_secret_expires_at : null;
   return {
     id: row.id,
     url: row.url,
@@ -42,11 +43,24 @@ export const listWebhooks = (db: Db, ownerId: string) =>
 export const findWebhook = (db: Db, ownerId: string, id: string) =>
   db.selectFrom('webhooks').selectAll().where('owner_id', '=', ownerId).where('id', '=', id).executeTakeFirst();
 
-export const insertWebhook = (db: Db, row: { id: string; owner_id: string; url: string; description: string | null; events: string[]; enabled: boolean; secret_enc: string }) =>
-  db.insertInto('webhooks').values(row).returningAll().executeTakeFirstOrThrow();
+export const insertWebhook = (
+  db: Db,
+  row: { id: string; owner_id: string; url: string; description: string | null; events: string[]; enabled: boolean; secret_enc: string },
+) => db.insertInto('webhooks').values(row).returningAll().executeTakeFirstOrThrow();
 
-export function updateWebhook(db: Db, ownerId: string, id: string, changes: Partial<Pick<WebhookRow, 'url' | 'description' | 'events' | 'enabled' | 'disabled_reason' | 'disabled_at' | 'failing_since'>>) {
-  return db.updateTable('webhooks').set({ ...changes, updated_at: new Date() }).where('owner_id', '=', ownerId).where('id', '=', id).returningAll().executeTakeFirst();
+export function updateWebhook(
+  db: Db,
+  ownerId: string,
+  id: string,
+  changes: Partial<Pick<WebhookRow, 'url' | 'description' | 'events' | 'enabled' | 'disabled_reason' | 'disabled_at' | 'failing_since'>>,
+) {
+  return db
+    .updateTable('webhooks')
+    .set({ ...changes, updated_at: new Date() })
+    .where('owner_id', '=', ownerId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
 }
 
 export const rotateSecret = (db: Db, ownerId: string, id: string, change: { from: string; to: string; previousValidUntil: Date }) =>
@@ -77,7 +91,11 @@ export function listDeliveries(db: Db, webhookId: string, page: { limit: number;
     const { createdAt, id } = page.after;
     query = query.where(sql<boolean>`(d.created_at, d.id) < (${new Date(createdAt)}::timestamptz, ${id}::uuid)`);
   }
-  return query.orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(page.limit + 1).execute();
+  return query
+    .orderBy('d.created_at', 'desc')
+    .orderBy('d.id', 'desc')
+    .limit(page.limit + 1)
+    .execute();
 }
 
 export const findDelivery = (db: Db, webhookId: string, deliveryId: string) =>
@@ -199,4 +217,47 @@ export async function deliveryStats(db: Db, ownerId: string, webhookIds: string[
      where d.owner_id = ${ownerId}::uuid and d.webhook_id in (${sql.join(webhookIds.map((id) => sql`${id}::uuid`))})
      group by d.webhook_id`.execute(db);
   return new Map(rows.map((r) => [r.webhook_id, r]));
+}
+
+/**
+ * Deliveries still owed an attempt (older than a few seconds) that have no queued or running job (`kind`, keyed
+ * `webhook:<delivery id>`), and whether their job died (with its last error). One statement.
+ */
+export async function findOrphanedDeliveries(db: Db, kind: string, limit: number) {
+  const { rows } = await sql<{ id: string; dead_error: string | null; dead: boolean }>`
+    select d.id,
+      exists (select 1 from jobs j where j.kind = ${kind} and j.status = 'dead' and j.dedupe_key = 'webhook:' || d.id::text) as dead,
+      (select j.last_error from jobs j where j.kind = ${kind} and j.status = 'dead' and j.dedupe_key = 'webhook:' || d.id::text order by j.updated_at desc limit 1) as dead_error
+    from webhook_deliveries d
+    where (d.status = 'pending' or (d.status = 'failed' and d.next_attempt_at is not null))
+      and d.created_at < now() - interval '5 seconds'
+      and not exists (select 1 from jobs j where j.dedupe_key = 'webhook:' || d.id::text and j.status in ('queued', 'running'))
+    limit ${limit}`.execute(db);
+  return rows;
+}
+
+/** Ends a delivery as failed for good, with the attempt that says why. */
+export async function appendFinalAttempt(db: Db, deliveryId: string, attempt: WebhookAttempt) {
+  await db
+    .updateTable('webhook_deliveries')
+    .set({
+      status: 'failed',
+      next_attempt_at: null,
+      attempts: sql<string>`attempts || jsonb_build_array(cast(${JSON.stringify(attempt)}::text as jsonb))`,
+      updated_at: new Date(),
+    })
+    .where('id', '=', deliveryId)
+    .execute();
+}
+
+/** How many webhook endpoints each of these owners has. */
+export async function countWebhooksByOwner(db: Db, ownerIds: string[]): Promise<Map<string, number>> {
+  if (ownerIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('webhooks')
+    .select(['owner_id', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('owner_id', 'in', ownerIds)
+    .groupBy('owner_id')
+    .execute();
+  return new Map(rows.map((r) => [r.owner_id, Number(r.n)]));
 }

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { AppError } from '../../schema/errors.ts';
-import { deletedSchema, idParam, isUuid, toIso } from '../../schema/common.ts';
+import { deletedSchema, idParam, saveWarningsSchema, toIso } from '../../schema/common.ts';
+import { decodeCursor, encodeCursor } from '../pagination.ts';
 import {
   createdWebhookSchema,
   createWebhookInput,
@@ -15,27 +16,31 @@ import { enterpriseProcedure, router } from '../trpc.ts';
 import type { AppDeps } from '../context.ts';
 import type { WebhookRow } from '../../db/types.ts';
 import { assertValidSecret, generateSecret } from './signing.ts';
-import { assertReceiverUrl, receiverUrlProblem } from './url-policy.ts';
+import { checkReceiverUrlAtSave, receiverUrlProblem } from './url-policy.ts';
 import { recordEvents, webhookEvent } from './outbox.ts';
 import { REPLAY_JOB } from './delivery.ts';
+import { withWarnings } from '../address-at-save.ts';
 import * as repo from './repository.ts';
 
 const tags = ['Enterprise webhooks'];
-const base = '/api/v1/enterprise/webhooks';
 const ROTATION_GRACE_MS = 24 * 3_600_000;
 const VALIDATE_TIMEOUT_MS = 10_000;
 
 const webhookNotFound = () => new AppError('NOT_FOUND', 'Webhook not found');
 const webhookWithStats = webhookSchema.extend({ stats: webhookStatsSchema });
 
-async function ownedWebhook(deps: AppDeps, ownerId: string, id: string) {
-  const row = isUuid(id) ? await repo.findWebhook(deps.database.db, ownerId, id) : undefined;
+async function ownedWebhook(deps: Pick<AppDeps, 'database'>, ownerId: string, id: string) {
+  const row = await repo.findWebhook(deps.database.db, ownerId, id);
   if (!row) throw webhookNotFound();
   return row;
 }
 
-async function withStats(deps: AppDeps, ownerId: string, rows: WebhookRow[]) {
-  const stats = await repo.deliveryStats(deps.database.db, ownerId, rows.map((r) => r.id));
+async function withStats(deps: Pick<AppDeps, 'database'>, ownerId: string, rows: WebhookRow[]) {
+  const stats = await repo.deliveryStats(
+    deps.database.db,
+    ownerId,
+    rows.map((r) => r.id),
+  );
   const now = new Date();
   return rows.map((row) => {
     const s = stats.get(row.id);
@@ -56,27 +61,21 @@ async function withStats(deps: AppDeps, ownerId: string, rows: WebhookRow[]) {
   });
 }
 
-const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-/** Opaque page cursor: the (createdAt, id) of the last delivery shown. */
-const encodeCursor = (createdAt: string, id: string) => Buffer.from(JSON.stringify([createdAt, id])).toString('base64url');
-function decodeCursor(cursor: string): { createdAt: string; id: string } {
-  try {
-    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [unknown, unknown];
-    // Exactly the form toIso() writes: Date.parse alone accepts years the database cannot store.
-    if (typeof createdAt === 'string' && ISO_INSTANT.test(createdAt) && !Number.isNaN(Date.parse(createdAt)) && typeof id === 'string' && isUuid(id)) return { createdAt, id };
-  } catch {
-    // falls through to the error below
-  }
-  throw new AppError('VALIDATION_FAILED', 'Invalid request parameters', 'cursor: not a cursor returned by this endpoint');
-}
-
-const wake = (deps: AppDeps, queued: number) => {
+const wake = (deps: Pick<AppDeps, 'webhookJobs'>, queued: number) => {
   if (queued > 0) deps.webhookJobs.notify();
 };
 
 export const webhooksRouter = router({
   list: enterpriseProcedure
-    .meta({ openapi: { method: 'GET', path: base, tags, summary: 'List your webhook endpoints with their delivery statistics', protect: true } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/api/v1/enterprise/webhooks',
+        tags,
+        summary: 'List your webhook endpoints with their delivery statistics',
+        protect: true,
+      },
+    })
     .input(z.object({}).optional())
     .output(z.object({ webhooks: z.array(webhookWithStats), count: z.number().int() }))
     .query(async ({ ctx }) => {
@@ -85,11 +84,20 @@ export const webhooksRouter = router({
     }),
 
   create: enterpriseProcedure
-    .meta({ openapi: { method: 'POST', path: base, tags, summary: 'Register a webhook endpoint (a generated secret is shown once)', protect: true }, successStatus: 201 })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/api/v1/enterprise/webhooks',
+        tags,
+        summary: 'Register a webhook endpoint (a generated secret is shown once)',
+        protect: true,
+      },
+      successStatus: 201,
+    })
     .input(createWebhookInput)
     .output(createdWebhookSchema)
     .mutation(async ({ ctx, input }) => {
-      await assertReceiverUrl(ctx.deps, input.url);
+      const warning = await checkReceiverUrlAtSave(ctx.deps, input.url);
       if (input.secret !== undefined) assertValidSecret(input.secret);
       const secret = input.secret ?? generateSecret();
       const row = await repo.insertWebhook(ctx.deps.database.db, {
@@ -101,11 +109,19 @@ export const webhooksRouter = router({
         enabled: input.enabled ?? true,
         secret_enc: ctx.deps.secrets.seal(secret),
       });
-      return { webhook: repo.toWebhook(row, new Date()), ...(input.secret === undefined ? { secret } : {}) };
+      return withWarnings({ webhook: repo.toWebhook(row, new Date()), ...(input.secret === undefined ? { secret } : {}) }, [warning]);
     }),
 
   get: enterpriseProcedure
-    .meta({ openapi: { method: 'GET', path: `${base}/{webhookId}`, tags, summary: 'One webhook endpoint with its delivery statistics', protect: true } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/api/v1/enterprise/webhooks/{webhookId}',
+        tags,
+        summary: 'One webhook endpoint with its delivery statistics',
+        protect: true,
+      },
+    })
     .input(z.object({ webhookId: idParam }))
     .output(z.object({ webhook: webhookWithStats }))
     .query(async ({ ctx, input }) => {
@@ -114,12 +130,20 @@ export const webhooksRouter = router({
     }),
 
   update: enterpriseProcedure
-    .meta({ openapi: { method: 'PATCH', path: `${base}/{webhookId}`, tags, summary: 'Change the URL, events, description, or enable/disable', protect: true } })
+    .meta({
+      openapi: {
+        method: 'PATCH',
+        path: '/api/v1/enterprise/webhooks/{webhookId}',
+        tags,
+        summary: 'Change the URL, events, description, or enable/disable',
+        protect: true,
+      },
+    })
     .input(updateWebhookInput)
-    .output(z.object({ webhook: webhookSchema }))
+    .output(z.object({ webhook: webhookSchema, warnings: saveWarningsSchema }))
     .mutation(async ({ ctx, input }) => {
       const current = await ownedWebhook(ctx.deps, ctx.owner.id, input.webhookId);
-      if (input.url !== undefined) await assertReceiverUrl(ctx.deps, input.url);
+      const warning = input.url === undefined ? undefined : await checkReceiverUrlAtSave(ctx.deps, input.url);
       const now = new Date();
       const changes: Parameters<typeof repo.updateWebhook>[3] = {};
       if (input.url !== undefined) changes.url = input.url;
@@ -129,20 +153,36 @@ export const webhooksRouter = router({
       if (input.enabled === false && current.enabled) Object.assign(changes, { enabled: false, disabled_reason: 'owner', disabled_at: now });
       const row = await repo.updateWebhook(ctx.deps.database.db, ctx.owner.id, current.id, changes);
       if (!row) throw webhookNotFound();
-      return { webhook: repo.toWebhook(row, now) };
+      return withWarnings({ webhook: repo.toWebhook(row, now) }, [warning]);
     }),
 
   delete: enterpriseProcedure
-    .meta({ openapi: { method: 'DELETE', path: `${base}/{webhookId}`, tags, summary: 'Delete a webhook endpoint and its delivery history', protect: true } })
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/api/v1/enterprise/webhooks/{webhookId}',
+        tags,
+        summary: 'Delete a webhook endpoint and its delivery history',
+        protect: true,
+      },
+    })
     .input(z.object({ webhookId: idParam }))
     .output(deletedSchema)
     .mutation(async ({ ctx, input }) => {
-      if (!isUuid(input.webhookId) || !(await repo.deleteWebhook(ctx.deps.database.db, ctx.owner.id, input.webhookId))) throw webhookNotFound();
+      if (!(await repo.deleteWebhook(ctx.deps.database.db, ctx.owner.id, input.webhookId))) throw webhookNotFound();
       return { deleted: true as const, id: input.webhookId };
     }),
 
   deliveries: enterpriseProcedure
-    .meta({ openapi: { method: 'GET', path: `${base}/{webhookId}/deliveries`, tags, summary: 'Delivery history, newest first, paginated (limit, cursor, status)', protect: true } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/api/v1/enterprise/webhooks/{webhookId}/deliveries',
+        tags,
+        summary: 'Delivery history, newest first, paginated (limit, cursor, status)',
+        protect: true,
+      },
+    })
     .input(listDeliveriesInput)
     .output(z.object({ deliveries: z.array(webhookDeliverySchema), nextCursor: z.string().nullable(), hasMore: z.boolean() }))
     .query(async ({ ctx, input }) => {
@@ -156,22 +196,45 @@ export const webhooksRouter = router({
     }),
 
   replay: enterpriseProcedure
-    .meta({ openapi: { method: 'POST', path: `${base}/{webhookId}/replay`, tags, summary: 'Re-send a failed delivery now, with the same event id (webhook-id)', protect: true } })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/api/v1/enterprise/webhooks/{webhookId}/replay',
+        tags,
+        summary: 'Re-send a failed delivery now, with the same event id (webhook-id)',
+        protect: true,
+        errorResponses: { 409: 'The delivery succeeded already or was never attempted' },
+      },
+    })
     .input(z.object({ webhookId: idParam, deliveryId: idParam }))
     .output(z.object({ deliveryId: z.string(), eventId: z.string(), replayQueued: z.literal(true), message: z.string() }))
     .mutation(async ({ ctx, input }) => {
       const hook = await ownedWebhook(ctx.deps, ctx.owner.id, input.webhookId);
-      const delivery = isUuid(input.deliveryId) ? await repo.findDelivery(ctx.deps.database.db, hook.id, input.deliveryId) : undefined;
+      const delivery = await repo.findDelivery(ctx.deps.database.db, hook.id, input.deliveryId);
       if (!delivery) throw new AppError('NOT_FOUND', 'Delivery not found', 'deliveryId does not name a delivery of this webhook');
       if (delivery.status === 'succeeded') throw new AppError('CONFLICT', 'Delivery already succeeded', 'Only failed or exhausted deliveries are replayed');
       if (delivery.status === 'pending') throw new AppError('CONFLICT', 'Delivery not attempted yet', 'Only failed or exhausted deliveries are replayed');
       await ctx.deps.webhookJobs.enqueue(REPLAY_JOB, { deliveryId: delivery.id }, { dedupeKey: `webhook-replay:${delivery.id}`, maxAttempts: 3 });
       ctx.deps.webhookJobs.notify();
-      return { deliveryId: delivery.id, eventId: delivery.event_id, replayQueued: true as const, message: 'Replay queued; its attempt appears in the delivery history' };
+      return {
+        deliveryId: delivery.id,
+        eventId: delivery.event_id,
+        replayQueued: true as const,
+        message: 'Replay queued; its attempt appears in the delivery history',
+      };
     }),
 
   test: enterpriseProcedure
-    .meta({ openapi: { method: 'POST', path: `${base}/{webhookId}/test`, tags, summary: 'Send a webhook.test event to this endpoint', protect: true }, flat: true })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/api/v1/enterprise/webhooks/{webhookId}/test',
+        tags,
+        summary: 'Send a webhook.test event to this endpoint',
+        protect: true,
+      },
+      flat: true,
+    })
     .input(z.object({ webhookId: idParam }))
     .output(z.object({ message: z.string(), deliveryId: z.string() }))
     .mutation(async ({ ctx, input }) => {
@@ -185,7 +248,16 @@ export const webhooksRouter = router({
     }),
 
   validate: enterpriseProcedure
-    .meta({ openapi: { method: 'POST', path: `${base}/{webhookId}/validate`, tags, summary: 'Check that a URL (default: the saved one) is acceptable and reachable, without sending an event', protect: true }, flat: true })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/api/v1/enterprise/webhooks/{webhookId}/validate',
+        tags,
+        summary: 'Check that a URL (default: the saved one) is acceptable and reachable, without sending an event',
+        protect: true,
+      },
+      flat: true,
+    })
     .input(z.object({ webhookId: idParam, url: z.string().trim().min(1).max(2048).optional() }))
     .output(z.object({ valid: z.boolean(), message: z.string() }))
     .mutation(async ({ ctx, input }) => {
@@ -203,7 +275,17 @@ export const webhooksRouter = router({
     }),
 
   rotateSecret: enterpriseProcedure
-    .meta({ openapi: { method: 'POST', path: `${base}/{webhookId}/rotate-secret`, tags, summary: 'Replace the signing secret; the old one keeps signing for 24 h', protect: true }, flat: true })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/api/v1/enterprise/webhooks/{webhookId}/rotate-secret',
+        tags,
+        summary: 'Replace the signing secret; the old one keeps signing for 24 h',
+        protect: true,
+        errorResponses: { 409: 'The secret was rotated concurrently' },
+      },
+      flat: true,
+    })
     .input(z.object({ webhookId: idParam }))
     .output(z.object({ secret: z.string(), message: z.string(), previousSecretValidUntil: z.string() }))
     .mutation(async ({ ctx, input }) => {
@@ -212,12 +294,18 @@ export const webhooksRouter = router({
       const graceUntil = new Date(Date.now() + ROTATION_GRACE_MS);
       // Conditional on the secret read: of two concurrent rotations one wins, the other is told (never a secret
       // that was shown but not stored).
-      const rotated = await repo.rotateSecret(ctx.deps.database.db, ctx.owner.id, hook.id, { from: hook.secret_enc, to: ctx.deps.secrets.seal(secret), previousValidUntil: graceUntil });
+      const rotated = await repo.rotateSecret(ctx.deps.database.db, ctx.owner.id, hook.id, {
+        from: hook.secret_enc,
+        to: ctx.deps.secrets.seal(secret),
+        previousValidUntil: graceUntil,
+      });
       if (!rotated) throw new AppError('CONFLICT', 'The secret was rotated concurrently', 'Read the webhook again and retry');
       return {
         secret,
         previousSecretValidUntil: graceUntil.toISOString(),
-        message: 'New secret created; it is shown only this once. Until previousSecretValidUntil every delivery carries signatures of both the old and the new secret.',
+        message:
+          'New secret created; it is shown only this once. ' +
+          'Until previousSecretValidUntil every delivery carries signatures of both the old and the new secret.',
       };
     }),
 });

@@ -25,8 +25,14 @@ function secretKey(secret: string): Buffer | undefined {
 export function assertValidSecret(secret: string): void {
   const key = secretKey(secret);
   if (!key) throw new AppError('VALIDATION_FAILED', 'Invalid webhook secret', "secret: must be 'whsec_' followed by standard base64");
-  if (key.length < MIN_SECRET_BYTES) throw new AppError('VALIDATION_FAILED', 'Webhook secret too short', `secret: must encode at least ${MIN_SECRET_BYTES} random bytes (it encodes ${key.length})`);
-  if (key.length > MAX_SECRET_BYTES) throw new AppError('VALIDATION_FAILED', 'Webhook secret too long', `secret: must encode at most ${MAX_SECRET_BYTES} bytes`);
+  if (key.length < MIN_SECRET_BYTES)
+    throw new AppError(
+      'VALIDATION_FAILED',
+      'Webhook secret too short',
+      `secret: must encode at least ${MIN_SECRET_BYTES} random bytes (it encodes ${key.length})`,
+    );
+  if (key.length > MAX_SECRET_BYTES)
+    throw new AppError('VALIDATION_FAILED', 'Webhook secret too long', `secret: must encode at most ${MAX_SECRET_BYTES} bytes`);
 }
 
 export function signatureHeader(secrets: string[], webhookId: string, timestampSeconds: number, body: string): string {

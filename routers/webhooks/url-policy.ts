@@ -1,12 +1,13 @@
 import { AppError } from '../../schema/errors.ts';
 import type { AppDeps } from '../context.ts';
+import { checkAddressAtSave } from '../address-at-save.ts';
 
 /**
  * A receiver URL must be https and resolve to public addresses only. Plain http is accepted solely for the
  * `host:port` entries of OUTBOUND_ALLOW_HOSTS, the development and testing aid that also exempts them from
- * the address rule. Returns the reason when the URL is not acceptable.
+ * the address rule. Returns the reason when the URL's form is not acceptable.
  */
-export async function receiverUrlProblem(deps: Pick<AppDeps, 'http'>, text: string): Promise<string | undefined> {
+function receiverUrlFormProblem(deps: Pick<AppDeps, 'http'>, text: string): string | undefined {
   let url: URL;
   try {
     url = new URL(text);
@@ -15,15 +16,25 @@ export async function receiverUrlProblem(deps: Pick<AppDeps, 'http'>, text: stri
   }
   if (url.username || url.password) return 'must not contain credentials';
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && deps.http.isAllowListed(url.toString()))) return 'must use https';
+  return undefined;
+}
+
+/** Validate's question, "would a delivery go out now?": a name that does not resolve is a problem here. */
+export async function receiverUrlProblem(deps: Pick<AppDeps, 'http'>, text: string): Promise<string | undefined> {
+  const form = receiverUrlFormProblem(deps, text);
+  if (form) return form;
   try {
-    await deps.http.assertAllowed(url.toString());
+    await deps.http.assertAllowed(text);
   } catch (error) {
     return (error as Error).message;
   }
   return undefined;
 }
 
-export async function assertReceiverUrl(deps: Pick<AppDeps, 'http'>, text: string): Promise<void> {
-  const problem = await receiverUrlProblem(deps, text);
-  if (problem) throw new AppError('VALIDATION_FAILED', 'Webhook URL not allowed', `url: ${problem}`);
+/** Create and update: refused for its form or a private address; a name that does not resolve yet is saved, with the warning returned. */
+export async function checkReceiverUrlAtSave(deps: Pick<AppDeps, 'http'>, text: string): Promise<string | undefined> {
+  const form = receiverUrlFormProblem(deps, text);
+  const checked = form === undefined ? await checkAddressAtSave(deps.http, 'url', text) : { refused: form };
+  if (checked.refused !== undefined) throw new AppError('VALIDATION_FAILED', 'Webhook URL not allowed', `url: ${checked.refused}`);
+  return checked.warning;
 }

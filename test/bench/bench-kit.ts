@@ -14,7 +14,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { startApp, type RunningApp } from '../../server/app.ts';
-import { loadConfig } from '../../server/config.ts';
+import { loadConfig } from '../../schema/config.ts';
 
 // ---- knobs and output ---------------------------------------------------------------------------------
 
@@ -153,7 +153,14 @@ export interface UploadedDocument {
 }
 
 /** POST /api/v1/knowledge-base/documents (multipart: configId, file). */
-export async function uploadDocument(origin: string, token: string, configId: string, fileName: string, contentType: string, bytes: Uint8Array): Promise<UploadedDocument> {
+export async function uploadDocument(
+  origin: string,
+  token: string,
+  configId: string,
+  fileName: string,
+  contentType: string,
+  bytes: Uint8Array,
+): Promise<UploadedDocument> {
   const { body, contentType: multipartType } = multipartBody(fileName, contentType, bytes, { configId });
   const r = await expectStatus(
     call(origin, 'POST', '/api/v1/knowledge-base/documents', { token, rawBody: body, headers: { 'content-type': multipartType } }),

@@ -65,7 +65,14 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { Session as InspectorSession } from 'node:inspector/promises';
-import { Agent as HttpAgent, createServer as createHttpServer, request as httpRequest, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import {
+  Agent as HttpAgent,
+  createServer as createHttpServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server as HttpServer,
+  type ServerResponse,
+} from 'node:http';
 import { Agent as HttpsAgent, createServer as createHttpsServer, request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism, loadavg } from 'node:os';
@@ -209,7 +216,16 @@ async function runLoadJob(job: LoadJob): Promise<LoadResult> {
       );
       const elapsedMs = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);
-      return { requests: latencies.length, errors, firstError, elapsedMs, latenciesMs: latencies.toArray(), firstDeltaMs: deltas.toArray(), clientCpuCores: (cpu.user + cpu.system) / 1000 / elapsedMs, socketsOpened };
+      return {
+        requests: latencies.length,
+        errors,
+        firstError,
+        elapsedMs,
+        latenciesMs: latencies.toArray(),
+        firstDeltaMs: deltas.toArray(),
+        clientCpuCores: (cpu.user + cpu.system) / 1000 / elapsedMs,
+        socketsOpened,
+      };
     }
 
     if (job.durationMs <= 0) throw new Error('durationMs must be positive');
@@ -249,7 +265,16 @@ async function runLoadJob(job: LoadJob): Promise<LoadResult> {
     await Promise.all(loops);
     for (const t of timers) clearTimeout(t);
     const elapsedMs = windowEnd - windowStart;
-    return { requests: latencies.length, errors, firstError, elapsedMs, latenciesMs: latencies.toArray(), firstDeltaMs: deltas.toArray(), clientCpuCores: (cpu.user + cpu.system) / 1000 / elapsedMs, socketsOpened };
+    return {
+      requests: latencies.length,
+      errors,
+      firstError,
+      elapsedMs,
+      latenciesMs: latencies.toArray(),
+      firstDeltaMs: deltas.toArray(),
+      clientCpuCores: (cpu.user + cpu.system) / 1000 / elapsedMs,
+      socketsOpened,
+    };
   } finally {
     agent.destroy();
   }
@@ -304,17 +329,36 @@ const TYPES: Array<{
   /** The upstream stream is complete. */
   upstreamStreamEnd?: string;
 }> = [
-  { type: 'flow', path: '/api/v1/run/bench-flow', upstreamFirstDelta: String.raw`"event":"token","data":\{"chunk":"[^"]`, upstreamStreamEnd: String.raw`"event":"end"` },
+  {
+    type: 'flow',
+    path: '/api/v1/run/bench-flow',
+    upstreamFirstDelta: String.raw`"event":"token","data":\{"chunk":"[^"]`,
+    upstreamStreamEnd: String.raw`"event":"end"`,
+  },
   { type: 'openai', path: '/v1/chat/completions', upstreamFirstDelta: String.raw`"delta":\{"content":"[^"]`, upstreamStreamEnd: String.raw`data: \[DONE\]` },
-  { type: 'messages', path: '/v1/messages', upstreamFirstDelta: String.raw`"type":"text_delta","text":"[^"]`, upstreamStreamEnd: String.raw`"type":"message_stop"` },
-  { type: 'generation', path: '/v1beta/models/gemini-2.5-flash:generateContent', upstreamFirstDelta: String.raw`"parts":\[\{"text":"[^"]`, upstreamStreamEnd: String.raw`"finishReason":"STOP"` },
+  {
+    type: 'messages',
+    path: '/v1/messages',
+    upstreamFirstDelta: String.raw`"type":"text_delta","text":"[^"]`,
+    upstreamStreamEnd: String.raw`"type":"message_stop"`,
+  },
+  {
+    type: 'generation',
+    path: '/v1beta/models/gemini-2.5-flash:generateContent',
+    upstreamFirstDelta: String.raw`"parts":\[\{"text":"[^"]`,
+    upstreamStreamEnd: String.raw`"finishReason":"STOP"`,
+  },
   { type: 'generic', path: '/generic' },
 ];
 
 /** BENCH_TYPES: which connector types, in this order (default all, as listed above). */
-const SELECTED_TYPES = (process.env.BENCH_TYPES || TYPES.map((t) => t.type).join(','))
-  .split(',')
-  .map((name) => TYPES.find((t) => t.type === name.trim()) ?? (() => { throw new Error(`BENCH_TYPES: unknown type ${name}`); })());
+const SELECTED_TYPES = (process.env.BENCH_TYPES || TYPES.map((t) => t.type).join(',')).split(',').map(
+  (name) =>
+    TYPES.find((t) => t.type === name.trim()) ??
+    (() => {
+      throw new Error(`BENCH_TYPES: unknown type ${name}`);
+    })(),
+);
 
 const OURS_FIRST_DELTA = String.raw`data: \{"type":"delta"`;
 const OURS_STREAM_END = String.raw`"type":"complete"[\s\S]*data: \[DONE\]`;
@@ -401,7 +445,9 @@ async function measureAlternating(worker: LoadWorker, label: string, jobs: Array
     const order = r % 2 === 0 ? jobs : [...jobs].reverse();
     for (const [name, job] of order) {
       const profileFile = name === 'ours' ? `chat-${label}.cpuprofile` : undefined;
-      const result = await profiled(profileFile, () => worker.run({ ...job, durationMs: Math.max(100, Math.round(DURATION_MS / ROUNDS)), warmupMs: WARMUP_MS }));
+      const result = await profiled(profileFile, () =>
+        worker.run({ ...job, durationMs: Math.max(100, Math.round(DURATION_MS / ROUNDS)), warmupMs: WARMUP_MS }),
+      );
       const s = summary([result.latenciesMs]);
       const d = job.firstDelta ? summary([result.firstDeltaMs]) : undefined;
       log(
@@ -558,7 +604,7 @@ async function main() {
   const { resolveCaller, sha256Hex } = await import('../../routers/auth/caller.ts');
   const { findActiveKeyByHash } = await import('../../routers/api-keys/repository.ts');
   const chatRepo = await import('../../routers/chat/repository.ts');
-  const { callEndpoint } = await import('../../adapters/ai/connector/connector.ts');
+  const { callEndpoint } = await import('../../adapters/outbound/ai/connector/connector.ts');
   const { answerQuery } = await import('../../routers/knowledge-base/answer.ts');
   const { findConfigById } = await import('../../routers/knowledge-base/repository.ts');
 
@@ -592,7 +638,11 @@ async function main() {
     const createInterface = async (body: Record<string, unknown>) => {
       const ci = await kit.expectStatus(kit.call(origin, 'POST', '/api/v1/chat-interfaces', { token, body }), 201, 'create chat interface');
       const iface = ci.json.data.chatInterface as { id: string; slug: string };
-      const key = await kit.expectStatus(kit.call(origin, 'POST', '/api/v1/api-keys', { token, body: { name: `bench ${body.name as string}`, chatInterfaceId: iface.id } }), 201, 'create API key');
+      const key = await kit.expectStatus(
+        kit.call(origin, 'POST', '/api/v1/api-keys', { token, body: { name: `bench ${body.name as string}`, chatInterfaceId: iface.id } }),
+        201,
+        'create API key',
+      );
       return { id: iface.id, slug: iface.slug, key: key.json.data.key as string };
     };
 
@@ -634,10 +684,19 @@ async function main() {
       oursReply: Buffer;
     }> = [];
     for (const spec of SELECTED_TYPES) {
-      const iface = await createInterface({ name: `bench ${spec.type}`, endpointUrl: `${mock.url}${spec.path}`, apiKey: UPSTREAM_KEY, endpointType: spec.type });
+      const iface = await createInterface({
+        name: `bench ${spec.type}`,
+        endpointUrl: `${mock.url}${spec.path}`,
+        apiKey: UPSTREAM_KEY,
+        endpointType: spec.type,
+      });
       const chatPath = `/api/v1/chat/${iface.slug}`;
       await mock.reset();
-      const first = await kit.expectStatus(kit.call(origin, 'POST', chatPath, { rawBody: Buffer.from(chatBody), headers: oursHeaders(iface.key, false) }), 200, `chat (${spec.type})`);
+      const first = await kit.expectStatus(
+        kit.call(origin, 'POST', chatPath, { rawBody: Buffer.from(chatBody), headers: oursHeaders(iface.key, false) }),
+        200,
+        `chat (${spec.type})`,
+      );
       if (first.json?.message !== `Echo: ${MESSAGE}`) throw new Error(`chat (${spec.type}): unexpected reply ${first.text.slice(0, 300)}`);
       const sentRequests = await mock.requests();
       const sent = sentRequests.at(-1);
@@ -654,11 +713,22 @@ async function main() {
         expectStatus: 200,
         expectBody: String.raw`"message":"Echo: `,
       };
-      const entry: (typeof perType)[number] = { spec, iface, ours, direct: directJob(sent, { expectBody: 'Echo: ' }), oursReply: Buffer.from(first.text, 'utf8') };
+      const entry: (typeof perType)[number] = {
+        spec,
+        iface,
+        ours,
+        direct: directJob(sent, { expectBody: 'Echo: ' }),
+        oursReply: Buffer.from(first.text, 'utf8'),
+      };
       if (spec.upstreamFirstDelta) {
         await mock.reset();
-        const streamed = await kit.expectStatus(kit.call(origin, 'POST', chatPath, { rawBody: Buffer.from(chatBody), headers: oursHeaders(iface.key, true) }), 200, `streamed chat (${spec.type})`);
-        if (!new RegExp(OURS_STREAM_END).test(streamed.text) || !new RegExp(OURS_FIRST_DELTA).test(streamed.text)) throw new Error(`streamed chat (${spec.type}): unexpected stream ${streamed.text.slice(0, 300)}`);
+        const streamed = await kit.expectStatus(
+          kit.call(origin, 'POST', chatPath, { rawBody: Buffer.from(chatBody), headers: oursHeaders(iface.key, true) }),
+          200,
+          `streamed chat (${spec.type})`,
+        );
+        if (!new RegExp(OURS_STREAM_END).test(streamed.text) || !new RegExp(OURS_FIRST_DELTA).test(streamed.text))
+          throw new Error(`streamed chat (${spec.type}): unexpected stream ${streamed.text.slice(0, 300)}`);
         const sentStream = (await mock.requests()).at(-1);
         if (!sentStream) throw new Error(`streamed chat (${spec.type}): no upstream request`);
         entry.oursStream = { ...ours, headers: oursHeaders(iface.key, true), expectBody: OURS_STREAM_END, firstDelta: OURS_FIRST_DELTA };
@@ -688,7 +758,10 @@ async function main() {
       const httpsEcho = summary(echoAgg.get('node:https')!.latencies);
       const httpEcho = summary(echoAgg.get('node:http')!.latencies);
       const tlsCostP50 = httpsEcho.p50 - httpEcho.p50;
-      for (const [metric, key] of [['echo_p50_ms', 'p50'], ['echo_p99_ms', 'p99']] as const) {
+      for (const [metric, key] of [
+        ['echo_p50_ms', 'p50'],
+        ['echo_p99_ms', 'p99'],
+      ] as const) {
         emit({
           bench: 'chat',
           route: 'bare echo of a chat reply (same request and response bytes)',
@@ -719,7 +792,10 @@ async function main() {
         const direct = agg.get('direct')!;
         const o = summary(ours.latencies);
         const d = summary(direct.latencies);
-        for (const [metric, key] of [['p50_ms', 'p50'], ['p99_ms', 'p99']] as const) {
+        for (const [metric, key] of [
+          ['p50_ms', 'p50'],
+          ['p99_ms', 'p99'],
+        ] as const) {
           const added = o[key] - d[key];
           emit({
             ...common,
@@ -766,7 +842,10 @@ async function main() {
         const d = summary(direct.firstDeltas);
         const oTotal = summary(ours.latencies);
         const dTotal = summary(direct.latencies);
-        for (const [metric, key] of [['ttfb_p50_ms', 'p50'], ['ttfb_p99_ms', 'p99']] as const) {
+        for (const [metric, key] of [
+          ['ttfb_p50_ms', 'p50'],
+          ['ttfb_p99_ms', 'p99'],
+        ] as const) {
           const added = o[key] - d[key];
           emit({
             ...common,
@@ -775,7 +854,8 @@ async function main() {
             upstream: `POST ${t.directStream.path}`,
             metric,
             value: round(o[key], 3),
-            definition: 'request start -> first response chunk holding the first text delta (ours: data: {"type":"delta"; upstream: its first text-delta event)',
+            definition:
+              'request start -> first response chunk holding the first text delta (ours: data: {"type":"delta"; upstream: its first text-delta event)',
             baseline: 'upstream-direct-stream',
             baseline_value: round(d[key], 3),
             added_ms: round(added, 3),
@@ -806,7 +886,14 @@ async function main() {
       const postUpstream = (agent: HttpAgent | false) =>
         new Promise<void>((resolve, reject) => {
           const req = httpRequest(
-            { host: '127.0.0.1', port: mock!.port, path: upstreamRecord.url, method: 'POST', headers: { ...upstreamRecord.headers, 'content-length': String(Buffer.byteLength(upstreamRecord.body)) }, agent },
+            {
+              host: '127.0.0.1',
+              port: mock!.port,
+              path: upstreamRecord.url,
+              method: 'POST',
+              headers: { ...upstreamRecord.headers, 'content-length': String(Buffer.byteLength(upstreamRecord.body)) },
+              agent,
+            },
             (res) => {
               res.resume();
               res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`upstream ${res.statusCode}`))));
@@ -827,23 +914,43 @@ async function main() {
         timeoutMs: deps.config.OUTBOUND_TIMEOUT_MS,
       });
       const parts: Array<[string, () => Promise<unknown> | unknown]> = [
-        ['full chat over HTTPS (in-process client, 1 keep-alive connection, sequential)', async () => {
-          const r = await kit.call(origin, 'POST', `/api/v1/chat/${openai.iface.slug}`, { rawBody: Buffer.from(chatBody), headers: oursHeaders(openai.iface.key, false) });
-          if (r.status !== 200) throw new Error(`chat ${r.status}`);
-        }],
-        ['chat.send through appRouter.createCaller (no HTTP, TLS, REST glue)', () => appRouter.createCaller(createContext(deps, fakeReq, 'bench-profile-request', '127.0.0.1')).chat.send({ slug: openai.iface.slug, message: MESSAGE })],
+        [
+          'full chat over HTTPS (in-process client, 1 keep-alive connection, sequential)',
+          async () => {
+            const r = await kit.call(origin, 'POST', `/api/v1/chat/${openai.iface.slug}`, {
+              rawBody: Buffer.from(chatBody),
+              headers: oursHeaders(openai.iface.key, false),
+            });
+            if (r.status !== 200) throw new Error(`chat ${r.status}`);
+          },
+        ],
+        [
+          'chat.send through appRouter.createCaller (no HTTP, TLS, REST glue)',
+          () =>
+            appRouter.createCaller(createContext(deps, fakeReq, 'bench-profile-request', '127.0.0.1')).chat.send({ slug: openai.iface.slug, message: MESSAGE }),
+        ],
         ['resolveCaller: the API key from the per-instance cache (sha256 + a map)', () => resolveCaller(deps, authorization)],
         ['the API key lookup a cache miss makes (find_active_api_key, 1 select)', () => findActiveKeyByHash(db, sha256Hex(openai.iface.key))],
-        ['rateLimiter.hit (memory limiter)', () => deps.rateLimiter.hit(`chat:chat.send:k:${caller.keyId}`, deps.config.RATE_LIMIT_CHAT, deps.config.RATE_LIMIT_WINDOW_SECONDS * 1000)],
+        [
+          'rateLimiter.hit (memory limiter)',
+          () => deps.rateLimiter.hit(`chat:chat.send:k:${caller.keyId}`, deps.config.RATE_LIMIT_CHAT, deps.config.RATE_LIMIT_WINDOW_SECONDS * 1000),
+        ],
         ['findInterfaceBySlug (1 select)', () => chatRepo.findInterfaceBySlug(db, openai.iface.slug)],
-        ['recordExchange, new session (the turn: session, 2 messages, outbox probe; 1 statement)', () =>
-          chatRepo.recordExchange(db, { id: chatRepo.newSessionId(), chatInterfaceId: iface.id, ownerId: iface.owner_id, isNew: true }, {
-            message: MESSAGE,
-            reply: `Echo: ${MESSAGE}`,
-            sources: [],
-            usage: { promptTokens: 20, completionTokens: 20, totalTokens: 40 },
-            toolCalls: [],
-          })],
+        [
+          'recordExchange, new session (the turn: session, 2 messages, outbox probe; 1 statement)',
+          () =>
+            chatRepo.recordExchange(
+              db,
+              { id: chatRepo.newSessionId(), chatInterfaceId: iface.id, ownerId: iface.owner_id, isNew: true },
+              {
+                message: MESSAGE,
+                reply: `Echo: ${MESSAGE}`,
+                sources: [],
+                usage: { promptTokens: 20, completionTokens: 20, totalTokens: 40 },
+                toolCalls: [],
+              },
+            ),
+        ],
         ['callEndpoint openai (guarded client on a pooled keep-alive connection, build body, parse reply)', () => callEndpoint(deps.http, connectorRequest())],
         ['same upstream POST, bare node:http keep-alive (the upstream-direct baseline, in-process)', () => postUpstream(keepAlive)],
         ['same upstream POST, bare node:http new connection per request', () => postUpstream(false)],
@@ -894,7 +1001,10 @@ async function main() {
         for (let i = 0; i < chats; i++) {
           const dbBefore = current.ms;
           const t = performance.now();
-          const r = await kit.call(origin, 'POST', `/api/v1/chat/${openai.iface.slug}`, { rawBody: Buffer.from(chatBody), headers: oursHeaders(openai.iface.key, false) });
+          const r = await kit.call(origin, 'POST', `/api/v1/chat/${openai.iface.slug}`, {
+            rawBody: Buffer.from(chatBody),
+            headers: oursHeaders(openai.iface.key, false),
+          });
           chatWall[i] = performance.now() - t;
           chatDb[i] = current.ms - dbBefore;
           if (r.status !== 200) throw new Error(`chat ${r.status}`);
@@ -904,7 +1014,9 @@ async function main() {
       const wallSummary = summary([chatWall]);
       const dbSummary = summary([chatDb]);
       const byKind = Object.fromEntries(
-        [...stats.byKind.entries()].sort((a, b) => b[1].ms - a[1].ms).map(([k, v]) => [k, { per_chat: round(v.n / chats, 2), ms_per_chat: round(v.ms / chats, 3) }]),
+        [...stats.byKind.entries()]
+          .sort((a, b) => b[1].ms - a[1].ms)
+          .map(([k, v]) => [k, { per_chat: round(v.n / chats, 2), ms_per_chat: round(v.ms / chats, 3) }]),
       );
       emit({
         bench: 'chat-profile',
@@ -927,8 +1039,16 @@ async function main() {
     // ---- 3. knowledge-base chat on SciFact ------------------------------------------------------------------
     if (PHASES.has('kb')) {
       const dataset = loadScifact();
-      log(`SciFact: ${dataset.corpus.length} of ${dataset.fullSize} documents${dataset.subset ? ' (subset: the judged ones first)' : ''}, ${dataset.queries.length} test queries`);
-      const configId = await kit.createKnowledgeBase(origin, token, { name: 'SciFact chat', chunkSize: 8000, chunkOverlap: 0, language: 'en', embedding: { provider: 'local' } });
+      log(
+        `SciFact: ${dataset.corpus.length} of ${dataset.fullSize} documents${dataset.subset ? ' (subset: the judged ones first)' : ''}, ${dataset.queries.length} test queries`,
+      );
+      const configId = await kit.createKnowledgeBase(origin, token, {
+        name: 'SciFact chat',
+        chunkSize: 8000,
+        chunkOverlap: 0,
+        language: 'en',
+        embedding: { provider: 'local' },
+      });
       const db = deps.database.db;
       const t0 = performance.now();
       let uploaded = 0;
@@ -944,7 +1064,8 @@ async function main() {
         if (++uploaded % 1000 === 0) log(`  uploaded ${uploaded}/${dataset.corpus.length} (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
         return r;
       });
-      if (cutShort) log(`  time budget: uploads stopped after ${uploaded} documents (BENCH_TIMEOUT_S ${TIMEOUT_S} s minus ${KB_RESERVE_S} s for processing and queries)`);
+      if (cutShort)
+        log(`  time budget: uploads stopped after ${uploaded} documents (BENCH_TIMEOUT_S ${TIMEOUT_S} s minus ${KB_RESERVE_S} s for processing and queries)`);
       const uploadSeconds = (performance.now() - t0) / 1000;
       log(`  uploads done in ${uploadSeconds.toFixed(1)} s; waiting for processing`);
       let counts: Record<string, number> = {};
@@ -963,7 +1084,8 @@ async function main() {
           lastLog = performance.now();
           log(`  ${counts.completed ?? 0} completed, ${counts.processing ?? 0} processing (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
         }
-        if (Date.now() > deadline - 60_000) throw new Error(`ingestion did not finish in time (${counts.processing} documents still processing); set BENCH_KB_DOCS=1000`);
+        if (Date.now() > deadline - 60_000)
+          throw new Error(`ingestion did not finish in time (${counts.processing} documents still processing); set BENCH_KB_DOCS=1000`);
         await new Promise((r) => setTimeout(r, 250));
       }
       const ingestSeconds = (performance.now() - t0) / 1000;
@@ -975,7 +1097,11 @@ async function main() {
         corpus_docs_full: dataset.fullSize,
         subset: uploaded < dataset.fullSize,
         ...(uploaded < dataset.fullSize
-          ? { subset_reason: cutShort ? `uploads stopped by the time budget after ${uploaded} documents (judged ones first)` : `BENCH_KB_DOCS=${KB_DOCS} (judged documents first)` }
+          ? {
+              subset_reason: cutShort
+                ? `uploads stopped by the time budget after ${uploaded} documents (judged ones first)`
+                : `BENCH_KB_DOCS=${KB_DOCS} (judged documents first)`,
+            }
           : {}),
         database,
       };
@@ -1056,15 +1182,21 @@ async function main() {
       const c = summary([Float64Array.from(chatMs)]);
       const k = summary([Float64Array.from(kbQueryMs)]);
       const a = summary([Float64Array.from(inProcess)]);
-      log(`  chat p50 ${c.p50.toFixed(2)} ms p99 ${c.p99.toFixed(2)} ms; kb query endpoint p50 ${k.p50.toFixed(2)} ms; answerQuery in-process p50 ${a.p50.toFixed(2)} ms`);
-      for (const [metric, key] of [['p50_ms', 'p50'], ['p99_ms', 'p99']] as const) {
+      log(
+        `  chat p50 ${c.p50.toFixed(2)} ms p99 ${c.p99.toFixed(2)} ms; kb query endpoint p50 ${k.p50.toFixed(2)} ms; answerQuery in-process p50 ${a.p50.toFixed(2)} ms`,
+      );
+      for (const [metric, key] of [
+        ['p50_ms', 'p50'],
+        ['p99_ms', 'p99'],
+      ] as const) {
         emit({
           ...kbCommon,
           route: 'POST /api/v1/chat/{slug} (interface with configId, no endpoint)',
           metric,
           value: round(c[key], 3),
           baseline: 'answerQuery-in-process',
-          baseline_definition: 'routers/knowledge-base/answer.ts answerQuery() on the same queries, in-process, sequential, interleaved query by query with ours',
+          baseline_definition:
+            'routers/knowledge-base/answer.ts answerQuery() on the same queries, in-process, sequential, interleaved query by query with ours',
           baseline_value: round(a[key], 3),
           added_ms: round(c[key] - a[key], 3),
           kb_query_endpoint_ms: round(k[key], 3),

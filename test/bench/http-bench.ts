@@ -39,7 +39,7 @@ import { loadTlsMaterial } from '../../server/tls.ts';
 import { appRouter } from '../../routers/app-router.ts';
 import { resolveCaller, sha256Hex } from '../../routers/auth/caller.ts';
 import * as apiKeys from '../../routers/api-keys/repository.ts';
-import { successBody } from '../../adapters/rest/envelope.ts';
+import { successBody } from '../../adapters/inbound/envelope.ts';
 import { forkLoadWorker, percentile, type LoadResult, type LoadWorker } from './load.ts';
 import { startBenchService, type BenchService } from './bench-kit.ts';
 
@@ -109,7 +109,6 @@ async function expectStatus(reply: Promise<Reply>, status: number, what: string)
 }
 
 // ---- database: embedded PGlite by default, or a scratch database on DATABASE_URL's server ----------
-
 
 // ---- baselines: bare node:http and node:https servers answering captured bytes ----------------------
 
@@ -181,11 +180,7 @@ function summarise(a: Aggregate) {
   return { rps: (a.requests / a.elapsedMs) * 1000, p50: percentile(all, 50), p99: percentile(all, 99) };
 }
 
-async function benchRoute(
-  worker: LoadWorker,
-  route: { label: string; path: string; headers: Record<string, string> },
-  origins: Record<TargetName, string>,
-) {
+async function benchRoute(worker: LoadWorker, route: { label: string; path: string; headers: Record<string, string> }, origins: Record<TargetName, string>) {
   const aggregates = new Map<TargetName, Aggregate>();
   for (let r = 0; r < ROUNDS; r++) {
     const order: TargetName[] = r % 2 === 0 ? ['ours', 'node:http', 'node:https'] : ['node:https', 'node:http', 'ours'];
@@ -247,7 +242,10 @@ async function benchRoute(
       ratio_definition: 'ours / baseline (higher is better)',
       ...extra,
     });
-    for (const [metric, key] of [['p50_ms', 'p50'], ['p99_ms', 'p99']] as const) {
+    for (const [metric, key] of [
+      ['p50_ms', 'p50'],
+      ['p99_ms', 'p99'],
+    ] as const) {
       emit({
         ...common,
         metric,
@@ -271,7 +269,9 @@ async function profile(app: RunningApp, owner: { token: string; ownerId: string 
   const authorization = `Bearer ${owner.token}`;
   const fakeReq = { headers: { authorization } } as unknown as IncomingMessage;
   const newCtx = () => createContext(deps, fakeReq, randomUUID(), '127.0.0.1');
-  const procedure = (appRouter as unknown as { _def: { procedures: Record<string, { _def: { output?: { parse(v: unknown): unknown } } }> } })._def.procedures['apiKeys.list'];
+  const procedure = (appRouter as unknown as { _def: { procedures: Record<string, { _def: { output?: { parse(v: unknown): unknown } } }> } })._def.procedures[
+    'apiKeys.list'
+  ];
   const outputSchema = procedure?._def.output;
   if (!outputSchema) throw new Error('apiKeys.list has no output schema to time');
   const limit = deps.config.RATE_LIMIT_DEFAULT;
@@ -305,7 +305,10 @@ async function profile(app: RunningApp, owner: { token: string; ownerId: string 
     ['full request over HTTPS, ours (in-process client, 1 keep-alive connection, sequential)', viaHttps(app.url)],
     ['full request over HTTPS, bare node:https baseline (same client)', viaHttps(baselineHttpsOrigin)],
     ['apiKeys.list() via appRouter.createCaller(fresh ctx): everything below except HTTP/REST glue', () => appRouter.createCaller(newCtx()).apiKeys.list()],
-    ['apiKeys.list() via createCaller(ctx with caller already resolved): tRPC + rate limit + query + output validation', () => appRouter.createCaller(resolvedCtx).apiKeys.list()],
+    [
+      'apiKeys.list() via createCaller(ctx with caller already resolved): tRPC + rate limit + query + output validation',
+      () => appRouter.createCaller(resolvedCtx).apiKeys.list(),
+    ],
     ['createContext (server/dispatch.ts)', newCtx],
     ['resolveCaller: session validation (sha256 + lucia validateSession = 1 join query)', () => resolveCaller(deps, authorization)],
     ['  sha256Hex(token)', () => sha256Hex(owner.token)],
@@ -370,16 +373,27 @@ async function main() {
 
     // One owner with 3 chat interfaces and 5 API keys.
     const email = `bench-${randomBytes(4).toString('hex')}@example.com`;
-    const signUp = await expectStatus(call(app.url, 'POST', '/api/v1/auth/sign-up', { body: { email, password: 'correct horse battery staple' } }), 201, 'sign-up');
+    const signUp = await expectStatus(
+      call(app.url, 'POST', '/api/v1/auth/sign-up', { body: { email, password: 'correct horse battery staple' } }),
+      201,
+      'sign-up',
+    );
     const owner = { token: signUp.json.data.token as string, ownerId: signUp.json.data.owner.id as string };
     const interfaceIds: string[] = [];
     for (let i = 1; i <= 3; i++) {
-      const r = await expectStatus(call(app.url, 'POST', '/api/v1/chat-interfaces', { token: owner.token, body: { name: `Bench interface ${i}` } }), 201, 'create chat interface');
+      const r = await expectStatus(
+        call(app.url, 'POST', '/api/v1/chat-interfaces', { token: owner.token, body: { name: `Bench interface ${i}` } }),
+        201,
+        'create chat interface',
+      );
       interfaceIds.push(r.json.data.chatInterface.id as string);
     }
     for (let i = 1; i <= 5; i++) {
       await expectStatus(
-        call(app.url, 'POST', '/api/v1/api-keys', { token: owner.token, body: { name: `Bench key ${i}`, chatInterfaceId: interfaceIds[(i - 1) % interfaceIds.length] } }),
+        call(app.url, 'POST', '/api/v1/api-keys', {
+          token: owner.token,
+          body: { name: `Bench key ${i}`, chatInterfaceId: interfaceIds[(i - 1) % interfaceIds.length] },
+        }),
         201,
         'create API key',
       );

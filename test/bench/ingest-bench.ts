@@ -2,7 +2,7 @@
  * PDF ingestion benchmark: `npm run bench:ingest`.
  *
  * Pages per second from upload to `completed` on a set of real PDFs, against extraction alone with the same
- * parser (`extractDocument('pdf', bytes)`, adapters/parsers/extract.ts) over the same files in the same run;
+ * parser (`extractDocument('pdf', bytes)`, adapters/outbound/parsers/extract.ts) over the same files in the same run;
  * plus peak memory.
  *
  * The PDFs: every *.pdf and *.pdf.gz (Debian compresses documentation; gunzipped here) under BENCH_PDF_DIR
@@ -46,8 +46,8 @@ import { basename, join, relative, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import { getDocumentProxy } from 'unpdf';
-import { extractDocument, ParseError } from '../../adapters/parsers/extract.ts';
-import { UPLOAD_LIMIT_BYTES } from '../../schema/plans.ts';
+import { extractDocument, ParseError } from '../../adapters/outbound/parsers/extract.ts';
+import { PLAN_RULES } from '../../schema/plans.ts';
 import {
   boolEnv,
   call,
@@ -78,7 +78,7 @@ const TIMEOUT_S = intEnv('BENCH_TIMEOUT_S', 600, 30, 3600);
 const FORCE_GENERATE = boolEnv('BENCH_GENERATE');
 const RSS_SAMPLE_MS = 50;
 /** Uploads go through the free plan's per-file limit. */
-const MAX_FILE_BYTES = UPLOAD_LIMIT_BYTES.free;
+const MAX_FILE_BYTES = PLAN_RULES.free.uploadBytes;
 /** Compressed files larger than this are not even read. */
 const MAX_READ_BYTES = 20 * 1024 * 1024;
 
@@ -288,10 +288,13 @@ function extractionBaselineInChild(pdfs: Pdf[], deadline: number): Promise<Basel
       clearTimeout(timer);
       fn();
     };
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      finish(() => reject(new Error('the extraction baseline did not finish before the time limit; killed it')));
-    }, Math.max(1_000, deadline - Date.now()));
+    const timer = setTimeout(
+      () => {
+        child.kill('SIGKILL');
+        finish(() => reject(new Error('the extraction baseline did not finish before the time limit; killed it')));
+      },
+      Math.max(1_000, deadline - Date.now()),
+    );
     child.once('message', (message: { result?: BaselineResult; error?: string }) => {
       if (child.connected) child.disconnect();
       finish(() => (message.result ? resolve(message.result) : reject(new Error(`extraction baseline: ${message.error ?? 'no result'}`))));
@@ -382,7 +385,9 @@ async function main() {
     log('baseline: extractDocument over every PDF, one after the other, in a child process');
     const base = await extractionBaselineInChild(pdfs, deadline);
     const basePps = base.pages / base.seconds;
-    log(`  ${base.ok} extracted, ${base.failed.length} failed, ${base.pages} pages in ${base.seconds.toFixed(2)} s: ${basePps.toFixed(1)} pages/s; peak RSS ${mib(base.rss.peakBytes)} MiB`);
+    log(
+      `  ${base.ok} extracted, ${base.failed.length} failed, ${base.pages} pages in ${base.seconds.toFixed(2)} s: ${basePps.toFixed(1)} pages/s; peak RSS ${mib(base.rss.peakBytes)} MiB`,
+    );
     for (const f of base.failed) log(`    failed: ${f}`);
 
     service = await startBenchService(log, { JOB_CONCURRENCY: String(JOB_CONCURRENCY) });
@@ -392,7 +397,9 @@ async function main() {
     await extractDocument('pdf', smallest.bytes).catch(() => undefined);
     const e2e = await endToEnd(service, pdfs, deadline);
     const pps = e2e.pages / e2e.seconds;
-    log(`  ${e2e.completed} completed, ${e2e.failed.length} failed, ${e2e.pages} pages in ${e2e.seconds.toFixed(2)} s: ${pps.toFixed(1)} pages/s; peak RSS ${mib(e2e.rss.peakBytes)} MiB`);
+    log(
+      `  ${e2e.completed} completed, ${e2e.failed.length} failed, ${e2e.pages} pages in ${e2e.seconds.toFixed(2)} s: ${pps.toFixed(1)} pages/s; peak RSS ${mib(e2e.rss.peakBytes)} MiB`,
+    );
     for (const f of e2e.failed) log(`    failed: ${f}`);
 
     const common = {

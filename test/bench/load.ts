@@ -71,7 +71,8 @@ function validate(job: LoadJob): URL {
   const url = new URL(job.path, job.origin);
   if (url.hostname !== '127.0.0.1') throw new Error(`load generator only targets 127.0.0.1, not ${url.hostname}`);
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`unsupported protocol ${url.protocol}`);
-  if (!Number.isInteger(job.connections) || job.connections < 1 || job.connections > MAX_CONNECTIONS) throw new Error(`connections must be 1..${MAX_CONNECTIONS}`);
+  if (!Number.isInteger(job.connections) || job.connections < 1 || job.connections > MAX_CONNECTIONS)
+    throw new Error(`connections must be 1..${MAX_CONNECTIONS}`);
   for (const ms of [job.warmupMs, job.durationMs]) {
     if (!Number.isFinite(ms) || ms < 0 || ms > MAX_PHASE_MS) throw new Error(`phase durations must be 0..${MAX_PHASE_MS} ms`);
   }

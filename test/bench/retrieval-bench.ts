@@ -43,14 +43,15 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
-import { createLocalEmbedder } from '../../adapters/embeddings/local-embedder.ts';
-import { extractDocument } from '../../adapters/parsers/extract.ts';
+import { createLocalEmbedder } from '../../adapters/outbound/embeddings/local-embedder.ts';
+import { extractDocument } from '../../adapters/outbound/parsers/extract.ts';
 import { embedderFor } from '../../routers/knowledge-base/embedders.ts';
 import { splitPages } from '../../routers/knowledge-base/ingest.ts';
 import { findConfigById, type KbConfigRow } from '../../routers/knowledge-base/repository.ts';
-import { CANDIDATES, LEXICAL_WEIGHT, lexicalSearch, retrieve, RRF_K } from '../../routers/knowledge-base/retrieve.ts';
-import { analyze, Bm25Index, BM25_DEFAULT_B, BM25_DEFAULT_K1, termFrequencies } from '../../routers/knowledge-base/text-analysis.ts';
-import { countTokens } from '../../routers/knowledge-base/tokens.ts';
+import { CANDIDATES, LEXICAL_WEIGHT, retrieve, RRF_K } from '../../routers/knowledge-base/retrieve.ts';
+import { lexicalSearch } from '../../routers/knowledge-base/search-repository.ts';
+import { analyze, Bm25Index, BM25_DEFAULT_B, BM25_DEFAULT_K1, termFrequencies } from '../../adapters/outbound/text/text-analysis.ts';
+import { countTokens } from '../../adapters/outbound/text/tokens.ts';
 import { isZeroVector, searchVectors } from '../../routers/knowledge-base/vectors.ts';
 import type { AppDeps } from '../../routers/context.ts';
 import {
@@ -325,7 +326,11 @@ async function sweep(deps: AppDeps, config: KbConfigRow, dataset: Dataset, bm25:
 async function queryLatency(service: BenchService, token: string, config: KbConfigRow, dataset: Dataset) {
   const { app } = service;
   const ask = (query: string) =>
-    expectStatus(call(app.url, 'POST', '/api/v1/knowledge-base/query', { token, body: { query, configId: config.id } }), 200, 'POST /api/v1/knowledge-base/query');
+    expectStatus(
+      call(app.url, 'POST', '/api/v1/knowledge-base/query', { token, body: { query, configId: config.id } }),
+      200,
+      'POST /api/v1/knowledge-base/query',
+    );
   for (const q of dataset.queries.slice(0, LATENCY_WARMUP)) {
     await ask(q.text);
     await retrieve(app.deps, config, q.text, config.retrieval_depth);
@@ -470,7 +475,10 @@ async function main() {
       `  HTTPS p50 ${latency.http.p50.toFixed(1)} ms p99 ${latency.http.p99.toFixed(1)} ms; ` +
         `in-process p50 ${latency.inProcess.p50.toFixed(1)} ms p99 ${latency.inProcess.p99.toFixed(1)} ms`,
     );
-    for (const [metric, key] of [['query_p50_ms', 'p50'], ['query_p99_ms', 'p99']] as const) {
+    for (const [metric, key] of [
+      ['query_p50_ms', 'p50'],
+      ['query_p99_ms', 'p99'],
+    ] as const) {
       emit({
         ...common,
         metric,

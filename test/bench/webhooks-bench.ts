@@ -263,7 +263,10 @@ async function startDriver() {
     const indexes = Array.from({ length: job.count }, (_, i) => i);
     const changes = await kit.mapPool(indexes, job.concurrency, async (i): Promise<Change> => {
       const sentMs = monoMs();
-      const r = await kit.call(job.origin, 'POST', '/api/v1/api-keys', { token: job.token, body: { name: `${job.label} ${i}`, chatInterfaceId: job.chatInterfaceId } });
+      const r = await kit.call(job.origin, 'POST', '/api/v1/api-keys', {
+        token: job.token,
+        body: { name: `${job.label} ${i}`, chatInterfaceId: job.chatInterfaceId },
+      });
       const answeredMs = monoMs();
       if (r.status !== 201) throw new Error(`POST /api/v1/api-keys: ${r.status} ${r.text.slice(0, 300)}`);
       const id = String(r.json.data.apiKey.id);
@@ -431,7 +434,10 @@ async function main() {
     const receiverUrl = `http://127.0.0.1:${port}${path}`;
     log(`receiver and client (child process) ready; receiver on ${receiverUrl}`);
 
-    service = await kit.startBenchService(log, { OUTBOUND_ALLOW_HOSTS: `127.0.0.1:${port}`, ...(WEBHOOK_CONCURRENCY ? { WEBHOOK_CONCURRENCY: String(WEBHOOK_CONCURRENCY) } : {}) });
+    service = await kit.startBenchService(log, {
+      OUTBOUND_ALLOW_HOSTS: `127.0.0.1:${port}`,
+      ...(WEBHOOK_CONCURRENCY ? { WEBHOOK_CONCURRENCY: String(WEBHOOK_CONCURRENCY) } : {}),
+    });
     const { app } = service;
     const db = app.deps.database.db;
     const origin = new URL(app.url).origin;
@@ -444,7 +450,11 @@ async function main() {
     const me = await kit.expectStatus(kit.call(origin, 'GET', '/api/v1/auth/me', { token }), 200, 'me');
     const ownerId = me.json.data.owner.id as string;
     await db.updateTable('owners').set({ plan: 'enterprise' }).where('id', '=', ownerId).execute();
-    const ci = await kit.expectStatus(kit.call(origin, 'POST', '/api/v1/chat-interfaces', { token, body: { name: 'Webhook bench' } }), 201, 'create chat interface');
+    const ci = await kit.expectStatus(
+      kit.call(origin, 'POST', '/api/v1/chat-interfaces', { token, body: { name: 'Webhook bench' } }),
+      201,
+      'create chat interface',
+    );
     const chatInterfaceId = ci.json.data.chatInterface.id as string;
     const hook = await kit.expectStatus(
       kit.call(origin, 'POST', '/api/v1/enterprise/webhooks', { token, body: { url: receiverUrl, events: [EVENT], description: 'bench receiver' } }),
@@ -456,12 +466,28 @@ async function main() {
     let subscribedNow = true;
     const subscribe = async (subscribed: boolean) => {
       if (subscribed === subscribedNow) return;
-      await kit.expectStatus(kit.call(origin, 'PATCH', `/api/v1/enterprise/webhooks/${webhookId}`, { token, body: { events: [subscribed ? EVENT : OTHER_EVENT] } }), 200, 'update webhook');
+      await kit.expectStatus(
+        kit.call(origin, 'PATCH', `/api/v1/enterprise/webhooks/${webhookId}`, { token, body: { events: [subscribed ? EVENT : OTHER_EVENT] } }),
+        200,
+        'update webhook',
+      );
       subscribedNow = subscribed;
     };
 
     // Integrity over every window.
-    const integrity = { expected: 0, received: 0, missing: 0, duplicates: 0, malformed: 0, foreign: 0, verified: 0, verifyFailures: 0, unexpected: 0, otherTypes: 0, firstVerifyError: undefined as string | undefined };
+    const integrity = {
+      expected: 0,
+      received: 0,
+      missing: 0,
+      duplicates: 0,
+      malformed: 0,
+      foreign: 0,
+      verified: 0,
+      verifyFailures: 0,
+      unexpected: 0,
+      otherTypes: 0,
+      firstVerifyError: undefined as string | undefined,
+    };
     /** One window through the driver; its deliveries matched to its changes. */
     const runWindow = async (subscribed: boolean, mode: RunMode, count: number, concurrency: number, label: string): Promise<Window> => {
       await subscribe(subscribed);
@@ -510,7 +536,8 @@ async function main() {
             value: round(s[key], 3),
             definition,
             baseline: 'receiver-handling',
-            baseline_definition: "the receiver's own handling time, measured inside it: request headers parsed -> body read, JSON parsed, 200 handed to the OS ('finish')",
+            baseline_definition:
+              "the receiver's own handling time, measured inside it: request headers parsed -> body read, JSON parsed, 200 handed to the OS ('finish')",
             baseline_value: round(lat.handling[key], 3),
             added_ms: round(s[key] - lat.handling[key], 3),
             added_definition: 'end-to-end minus receiver handling (same percentile): what the service and the loopback add',
@@ -562,7 +589,9 @@ async function main() {
           );
         } else {
           baseRounds.push({ ...w, durationMs: t.lastAnswer - t.first, apiMs: t.lastAnswer - t.first, elu, cpuCores, delayP50Ms, delayP99Ms });
-          log(`  round ${r + 1} baseline: ${perRound} changes in ${((t.lastAnswer - t.first) / 1000).toFixed(2)} s, service event loop ${(elu * 100).toFixed(0)} % busy (delay p50 ${delayP50Ms.toFixed(1)} ms)`);
+          log(
+            `  round ${r + 1} baseline: ${perRound} changes in ${((t.lastAnswer - t.first) / 1000).toFixed(2)} s, service event loop ${(elu * 100).toFixed(0)} % busy (delay p50 ${delayP50Ms.toFixed(1)} ms)`,
+          );
         }
       }
     }
@@ -594,7 +623,8 @@ async function main() {
       service_event_loop_delay_p99_ms: round(Math.max(...hookRounds.map((r) => r.delayP99Ms)), 1),
       baseline_service_event_loop_delay_p50_ms: round(Math.max(...baseRounds.map((r) => r.delayP50Ms)), 1),
       baseline_service_event_loop_delay_p99_ms: round(Math.max(...baseRounds.map((r) => r.delayP99Ms)), 1),
-      event_loop_delay_definition: 'how late a 5 ms timer fired in the service process (perf_hooks.monitorEventLoopDelay), the worst round: how long ready I/O waits for the service',
+      event_loop_delay_definition:
+        'how late a 5 ms timer fired in the service process (perf_hooks.monitorEventLoopDelay), the worst round: how long ready I/O waits for the service',
       service_cpu_ms_per_event: round(hookT.cpuMs / hookT.n, 3),
       baseline_service_cpu_ms_per_change: round(baseT.cpuMs / baseT.n, 3),
       cpu_definition: 'user + system CPU of the service process (PGlite runs inside it; PostgreSQL does not) over the rounds, per event / change',
@@ -611,7 +641,8 @@ async function main() {
         ...sustained,
         metric: `api_${key}_ms`,
         value: round(hookApi[key], 3),
-        definition: 'POST /api/v1/api-keys latency at the client in the webhook rounds (the change and its outbox rows, deliveries running in the same process and database)',
+        definition:
+          'POST /api/v1/api-keys latency at the client in the webhook rounds (the change and its outbox rows, deliveries running in the same process and database)',
         baseline: 'no-webhook-subscribed',
         baseline_value: round(baseApi[key], 3),
         added_ms: round(hookApi[key] - baseApi[key], 3),
@@ -637,7 +668,9 @@ async function main() {
       const totalS = (t.lastAck - t.first) / 1000;
       const apiS = (t.lastAnswer - t.first) / 1000;
       const lat = e2eOf(kit, [burst]);
-      log(`  API ${apiS.toFixed(2)} s, all acknowledged after ${totalS.toFixed(2)} s; backlog at the last API answer ${backlog}, drained in ${(tailMs / 1000).toFixed(2)} s`);
+      log(
+        `  API ${apiS.toFixed(2)} s, all acknowledged after ${totalS.toFixed(2)} s; backlog at the last API answer ${backlog}, drained in ${(tailMs / 1000).toFixed(2)} s`,
+      );
       kit.emit({
         ...common,
         phase: 'burst',
@@ -655,7 +688,8 @@ async function main() {
         backlog_at_last_api_answer: backlog,
         drain_tail_seconds: round(tailMs / 1000, 3),
         drain_events_per_s_after_api: backlog > 0 && tailMs > 0 ? round(backlog / (tailMs / 1000), 1) : null,
-        drain_definition: 'deliveries still unacknowledged when the last API call answered / time from then to the last acknowledgement (delivery alone, the API idle)',
+        drain_definition:
+          'deliveries still unacknowledged when the last API call answered / time from then to the last acknowledgement (delivery alone, the API idle)',
         e2e_acked_p50_ms: round(lat.acked.p50, 3),
         e2e_acked_p99_ms: round(lat.acked.p99, 3),
         receiver_handling_p50_ms: round(lat.handling.p50, 3),
@@ -682,7 +716,8 @@ async function main() {
       ...common,
       metric: 'duplicates',
       value: integrity.duplicates,
-      definition: 'deliveries whose webhook-id the receiver had already acknowledged, over every window (warm-up, isolated, sustained, baseline, burst); expected 0',
+      definition:
+        'deliveries whose webhook-id the receiver had already acknowledged, over every window (warm-up, isolated, sustained, baseline, burst); expected 0',
       missing: integrity.missing,
       all_arrived: integrity.missing === 0,
       events_expected: integrity.expected,
@@ -726,7 +761,11 @@ async function main() {
     const firstAttempt = new Map<string, { atMono: number; latencyMs: number }>();
     for (const row of recorded) {
       const first = row.attempts[0];
-      if (first) firstAttempt.set((JSON.parse(row.body) as { data: { id: string } }).data.id, { atMono: Date.parse(first.at) - wallMinusMono, latencyMs: first.latencyMs });
+      if (first)
+        firstAttempt.set((JSON.parse(row.body) as { data: { id: string } }).data.id, {
+          atMono: Date.parse(first.at) - wallMinusMono,
+          latencyMs: first.latencyMs,
+        });
     }
     const profile = (phase: string, windows: Window[]) => {
       const toAttempt: number[] = [];
@@ -758,14 +797,17 @@ async function main() {
         deliveries: t.count,
         commit_to_attempt_p50_ms: round(t.p50, 1),
         commit_to_attempt_p99_ms: round(t.p99, 1),
-        commit_to_attempt_definition: "API response at the client -> the delivery attempt's start (attempts[0].at): wake-up, queue wait, claim, loading the delivery",
+        commit_to_attempt_definition:
+          "API response at the client -> the delivery attempt's start (attempts[0].at): wake-up, queue wait, claim, loading the delivery",
         attempt_to_receiver_p50_ms: round(r.p50, 1),
         attempt_to_receiver_p99_ms: round(r.p99, 1),
-        attempt_to_receiver_definition: "attempt start -> the receiver's request event: signing, the guarded client (connection reuse or connect), the loopback",
+        attempt_to_receiver_definition:
+          "attempt start -> the receiver's request event: signing, the guarded client (connection reuse or connect), the loopback",
         receiver_handling_p50_ms: round(lat.handling.p50, 3),
         ack_to_service_read_p50_ms: round(s.p50, 1),
         ack_to_service_read_p99_ms: round(s.p99, 1),
-        ack_to_service_read_definition: "receiver acknowledged -> the service has read the answer (attempt start + attempts[0].latencyMs): the time a delivery worker waits for the service's own event loop; it holds a delivery slot but is not in the end-to-end figure",
+        ack_to_service_read_definition:
+          "receiver acknowledged -> the service has read the answer (attempt start + attempts[0].latencyMs): the time a delivery worker waits for the service's own event loop; it holds a delivery slot but is not in the end-to-end figure",
         attempt_http_p50_ms: round(h.p50, 1),
         attempt_http_p99_ms: round(h.p99, 1),
         attempt_http_definition: "attempts[0].latencyMs: the service's own measure of the POST (send -> answer read)",
@@ -794,5 +836,4 @@ if (process.env[DRIVER_ENV] === '1' && typeof process.send === 'function') {
     const d = await driver;
     return job.cmd === 'start' ? { port: d.port, path: d.path } : d.runWindow(job);
   });
-}
-else await main();
+} else await main();

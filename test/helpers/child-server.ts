@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { openPGlite, openPostgres, type Database } from '../../db/database.ts';
-import { httpsCall, type RequestOptions, type TestResponse } from './test-app.ts';
+import { httpsCall, openApiContract, type RequestOptions, type TestResponse } from './test-app.ts';
 
 /**
  * The real service as a child process, started the way `npm start` does (`node --import tsx server/main.ts`:
@@ -94,6 +94,8 @@ export async function startChildServer(options: ChildServerOptions): Promise<Chi
     } else await sleep(50);
   }
   const baseUrl = url;
+  // Fetched now, while the child surely answers: a test may crash it before its first checked response.
+  await openApiContract(baseUrl);
 
   return {
     url: baseUrl,

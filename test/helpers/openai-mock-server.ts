@@ -144,7 +144,11 @@ export async function startMockOpenAi(): Promise<MockOpenAi> {
       const texts = inputs.map((input) => (typeof input === 'string' ? input : JSON.stringify(input)));
       const promptTokens = texts.reduce((sum, t) => sum + wordCount(t), 0);
       const usage =
-        reply.usage === null ? undefined : reply.usage === undefined ? { prompt_tokens: promptTokens, total_tokens: promptTokens } : { ...reply.usage, total_tokens: reply.usage.prompt_tokens };
+        reply.usage === null
+          ? undefined
+          : reply.usage === undefined
+            ? { prompt_tokens: promptTokens, total_tokens: promptTokens }
+            : { ...reply.usage, total_tokens: reply.usage.prompt_tokens };
       sendJson(
         res,
         200,

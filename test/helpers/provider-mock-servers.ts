@@ -124,7 +124,12 @@ export async function startProviderMock(): Promise<ProviderMock> {
       case '429':
         return sendJson(res, 429, providerError(route, 429, 'Rate limit reached for requests'), { 'retry-after': '1' });
       case '500':
-        return sendRaw(res, 500, 'text/html', '<html><head><title>500</title></head><body><h1>Internal Server Error</h1><p>upstream exploded</p></body></html>');
+        return sendRaw(
+          res,
+          500,
+          'text/html',
+          '<html><head><title>500</title></head><body><h1>Internal Server Error</h1><p>upstream exploded</p></body></html>',
+        );
       case 'redirect-private':
         res.writeHead(302, { location: `http://127.0.0.1:${port}${REDIRECT_TARGET_PATH}`, 'content-length': '0' });
         res.end();
@@ -216,7 +221,11 @@ function langflow(res: http.ServerResponse, record: ProviderMockRequest): Promis
     ...splitWords(text).map((chunk) => ({ event: 'token', data: { chunk, id: messageId, timestamp: '2025-01-01 00:00:00 UTC' } })),
     { event: 'end', data: { result } },
   ];
-  return streamChunks(res, 'text/event-stream; charset=utf-8', events.map((e) => `${JSON.stringify(e)}\n\n`));
+  return streamChunks(
+    res,
+    'text/event-stream; charset=utf-8',
+    events.map((e) => `${JSON.stringify(e)}\n\n`),
+  );
 }
 
 function langflowResult(flowId: string, sessionId: string, input: string, text: string): unknown {
@@ -242,7 +251,9 @@ function langflowResult(flowId: string, sessionId: string, input: string, text: 
             artifacts: { message: text, sender: 'Machine', sender_name: 'AI', files: [], type: 'object' },
             outputs: { message: { message: text, type: 'text' } },
             logs: { message: [] },
-            messages: [{ message: text, sender: 'Machine', sender_name: 'AI', session_id: sessionId, component_id: 'ChatOutput-mock', files: [], type: 'text' }],
+            messages: [
+              { message: text, sender: 'Machine', sender_name: 'AI', session_id: sessionId, component_id: 'ChatOutput-mock', files: [], type: 'text' },
+            ],
             timedelta: null,
             duration: null,
             component_display_name: 'Chat Output',
@@ -264,7 +275,8 @@ function openai(res: http.ServerResponse, record: ProviderMockRequest): Promise<
   if (!isRecord(body) || typeof body.model !== 'string' || body.model === '') return invalid('you must provide a model parameter');
   if (!Array.isArray(body.messages) || body.messages.length === 0) return invalid("'messages' must be a non-empty array");
   for (const m of body.messages) {
-    if (!isRecord(m) || !['system', 'user', 'assistant'].includes(m.role as string) || typeof m.content !== 'string') return invalid('invalid message in messages');
+    if (!isRecord(m) || !['system', 'user', 'assistant'].includes(m.role as string) || typeof m.content !== 'string')
+      return invalid('invalid message in messages');
   }
   if (body.temperature !== undefined && typeof body.temperature !== 'number') return invalid("'temperature' must be a number");
 
@@ -286,7 +298,9 @@ function openai(res: http.ServerResponse, record: ProviderMockRequest): Promise<
     });
   }
   const base = { id, object: 'chat.completion.chunk', created, model: body.model, system_fingerprint: 'fp_mock' };
-  const events: unknown[] = [{ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: null }] }];
+  const events: unknown[] = [
+    { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: null }] },
+  ];
   for (const piece of splitWords(text)) events.push({ ...base, choices: [{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: null }] });
   events.push({ ...base, choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }] });
   const includeUsage = isRecord(body.stream_options) && body.stream_options.include_usage === true;
@@ -335,7 +349,16 @@ function anthropic(res: http.ServerResponse, record: ProviderMockRequest): Promi
   const chunks = [
     sse('message_start', {
       type: 'message_start',
-      message: { id, type: 'message', role: 'assistant', content: [], model: body.model, stop_reason: null, stop_sequence: null, usage: { input_tokens: inputTokens, output_tokens: 1 } },
+      message: {
+        id,
+        type: 'message',
+        role: 'assistant',
+        content: [],
+        model: body.model,
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: inputTokens, output_tokens: 1 },
+      },
     }),
     sse('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
     sse('ping', { type: 'ping' }),
@@ -353,9 +376,15 @@ function anthropic(res: http.ServerResponse, record: ProviderMockRequest): Promi
 function gemini(res: http.ServerResponse, record: ProviderMockRequest): Promise<void> | void {
   const invalid = (message: string) => sendJson(res, 400, { error: { code: 400, message, status: 'INVALID_ARGUMENT' } });
   const body = record.body;
-  if (!isRecord(body) || !Array.isArray(body.contents) || body.contents.length === 0) return invalid('* GenerateContentRequest.contents: contents is not specified');
+  if (!isRecord(body) || !Array.isArray(body.contents) || body.contents.length === 0)
+    return invalid('* GenerateContentRequest.contents: contents is not specified');
   for (const c of body.contents) {
-    if (!isRecord(c) || !['user', 'model'].includes(c.role as string) || !Array.isArray(c.parts) || !c.parts.every((p: unknown) => isRecord(p) && typeof p.text === 'string')) {
+    if (
+      !isRecord(c) ||
+      !['user', 'model'].includes(c.role as string) ||
+      !Array.isArray(c.parts) ||
+      !c.parts.every((p: unknown) => isRecord(p) && typeof p.text === 'string')
+    ) {
       return invalid('* GenerateContentRequest.contents: invalid content');
     }
   }
@@ -384,7 +413,11 @@ function gemini(res: http.ServerResponse, record: ProviderMockRequest): Promise<
     responseId: 'mock-response',
   }));
   if (record.query.alt === 'sse') {
-    return streamChunks(res, 'text/event-stream', events.map((e) => `data: ${JSON.stringify(e)}\r\n\r\n`));
+    return streamChunks(
+      res,
+      'text/event-stream',
+      events.map((e) => `data: ${JSON.stringify(e)}\r\n\r\n`),
+    );
   }
   // Without alt=sse the real API streams one JSON array.
   return sendJson(res, 200, events);
@@ -395,8 +428,8 @@ function gemini(res: http.ServerResponse, record: ProviderMockRequest): Promise<
 
 function generic(res: http.ServerResponse, record: ProviderMockRequest): void {
   const body = record.body;
-  if (!isRecord(body) || typeof body.message !== 'string') return sendJson(res, 400, { error: 'message is required' });
-  sendJson(res, 200, { response: echoText(body.message), session_id: body.session_id ?? null });
+  if (!isRecord(body) || typeof body.message !== 'string') sendJson(res, 400, { error: 'message is required' });
+  else sendJson(res, 200, { response: echoText(body.message), session_id: body.session_id ?? null });
 }
 
 // ---------------------------------------------------------------------------
@@ -420,7 +453,14 @@ function authError(route: ProviderRoute, key: string): unknown {
 function providerError(route: ProviderRoute, status: number, message: string): unknown {
   switch (route) {
     case 'openai':
-      return { error: { message, type: status === 429 ? 'requests' : 'invalid_request_error', param: null, code: status === 401 ? 'invalid_api_key' : 'rate_limit_exceeded' } };
+      return {
+        error: {
+          message,
+          type: status === 429 ? 'requests' : 'invalid_request_error',
+          param: null,
+          code: status === 401 ? 'invalid_api_key' : 'rate_limit_exceeded',
+        },
+      };
     case 'anthropic':
       return { type: 'error', error: { type: status === 401 ? 'authentication_error' : 'rate_limit_error', message } };
     case 'gemini':

@@ -5,10 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { inject } from 'vitest';
-import { loadConfig } from '../../server/config.ts';
+import { loadConfig } from '../../schema/config.ts';
 import { startApp, type RunningApp } from '../../server/app.ts';
 import { openPGlite, openPostgres, type Database } from '../../db/database.ts';
-import { createLogger } from '../../server/logger.ts';
+import { createLogger } from '../../adapters/outbound/logger.ts';
+import { assertMatchesContract, contractFor } from './openapi-contract.ts';
 
 export interface TestResponse {
   status: number;
@@ -40,7 +41,11 @@ export function multipartBody(options: UploadOptions): { body: Buffer; contentTy
   for (const [name, value] of Object.entries(options.fields ?? {})) {
     parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
   }
-  parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${options.fileName}"\r\nContent-Type: ${options.contentType ?? 'application/octet-stream'}\r\n\r\n`));
+  parts.push(
+    Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${options.fileName}"\r\nContent-Type: ${options.contentType ?? 'application/octet-stream'}\r\n\r\n`,
+    ),
+  );
   parts.push(Buffer.from(options.bytes), Buffer.from(`\r\n--${boundary}--\r\n`));
   return { body: Buffer.concat(parts), contentType: `multipart/form-data; boundary=${boundary}` };
 }
@@ -85,7 +90,17 @@ async function openTestDatabase(): Promise<{ database: Database; openPeer(): Dat
 // Idle sockets are dropped after 3 s, before the server's 5 s keep-alive timeout can close one under a new request.
 export const insecureAgent = new Agent({ keepAlive: true, rejectUnauthorized: false, maxSockets: 16, timeout: 3_000 });
 
-export function httpsCall(baseUrl: string, method: string, path: string, options: RequestOptions = {}): Promise<TestResponse> {
+/** Every response to an operation of the OpenAPI document must match it: a mismatch fails the test that made the call. */
+export async function httpsCall(baseUrl: string, method: string, path: string, options: RequestOptions = {}): Promise<TestResponse> {
+  const response = await rawHttpsCall(baseUrl, method, path, options);
+  assertMatchesContract(await openApiContract(baseUrl), method, path, response);
+  return response;
+}
+
+/** The document the app at baseUrl serves (fetched once per app), to check its responses against. */
+export const openApiContract = (baseUrl: string) => contractFor(baseUrl, () => rawHttpsCall(baseUrl, 'GET', '/api/v1/openapi.json'));
+
+function rawHttpsCall(baseUrl: string, method: string, path: string, options: RequestOptions = {}): Promise<TestResponse> {
   const headers: Record<string, string> = { ...options.headers };
   let payload: string | Buffer | undefined = options.rawBody;
   if (options.body !== undefined) {
@@ -134,6 +149,8 @@ async function startOnDatabase(env: Record<string, string>, storage: { database:
   });
   const logs: string[] = [];
   const app = await startApp(config, { database, logger: createLogger('debug', (line) => logs.push(line)) });
+  // Fetched now, while the app surely answers: a test may stop or crash it before its first checked response.
+  await openApiContract(app.url);
   let counter = 0;
   const request = (method: string, path: string, options?: RequestOptions) => httpsCall(app.url, method, path, options);
   return {
@@ -150,7 +167,11 @@ async function startOnDatabase(env: Record<string, string>, storage: { database:
       if (res.status !== 201) throw new Error(`sign-up failed: ${res.status} ${res.text}`);
       return { token: res.body.data.token as string, ownerId: res.body.data.owner.id as string, email };
     },
-    startPeer: (peerEnv = {}) => startOnDatabase({ ENCRYPTION_KEY: config.ENCRYPTION_KEY!, RATE_LIMIT_KEY_PREFIX: config.RATE_LIMIT_KEY_PREFIX, ...env, ...peerEnv }, { database: storage.openPeer(), openPeer: storage.openPeer, drop: async () => {} }),
+    startPeer: (peerEnv = {}) =>
+      startOnDatabase(
+        { ENCRYPTION_KEY: config.ENCRYPTION_KEY!, RATE_LIMIT_KEY_PREFIX: config.RATE_LIMIT_KEY_PREFIX, ...env, ...peerEnv },
+        { database: storage.openPeer(), openPeer: storage.openPeer, drop: async () => {} },
+      ),
     async stop() {
       await app.close();
       await drop();

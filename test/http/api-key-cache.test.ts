@@ -31,7 +31,12 @@ async function makeInterface(endpointUrl: string) {
   expect(ci.status, ci.text).toBe(201);
   const key = await app.request('POST', '/api/v1/api-keys', { token: owner.token, body: { name: 'widget', chatInterfaceId: ci.body.data.chatInterface.id } });
   expect(key.status, key.text).toBe(201);
-  return { id: ci.body.data.chatInterface.id as string, slug: ci.body.data.chatInterface.slug as string, key: key.body.data.key as string, keyId: key.body.data.apiKey.id as string };
+  return {
+    id: ci.body.data.chatInterface.id as string,
+    slug: ci.body.data.chatInterface.slug as string,
+    key: key.body.data.key as string,
+    keyId: key.body.data.apiKey.id as string,
+  };
 }
 
 const chat = (on: TestApp, slug: string, key: string) => on.request('POST', `/api/v1/chat/${slug}`, { token: key, body: { message: 'hello' } });
@@ -149,7 +154,9 @@ describe('API-key cache', () => {
   it.runIf(onPostgres)('a lost listening connection is noticed and replaced; changes are seen again afterwards', async () => {
     const db = app.deps.database.db;
     const listeners = async () =>
-      (await sql<{ pid: number }>`select pid from pg_stat_activity where datname = current_database() and query ilike 'listen %'`.execute(db)).rows.map((r) => r.pid);
+      (await sql<{ pid: number }>`select pid from pg_stat_activity where datname = current_database() and query ilike 'listen %'`.execute(db)).rows.map(
+        (r) => r.pid,
+      );
     const before = await listeners();
     expect(before.length).toBe(2); // this app and its peer
     await sql`select pg_terminate_backend(pid) from pg_stat_activity where pid in (${sql.join(before)})`.execute(db);

@@ -35,7 +35,7 @@ describe('API keys', () => {
     expect(JSON.stringify(row)).not.toContain(key.slice(4));
   });
 
-  it('validates input and refuses another owner\'s interface with 404', async () => {
+  it("validates input and refuses another owner's interface with 404", async () => {
     const missingName = await app.request('POST', '/api/v1/api-keys', { token: a.token, body: { chatInterfaceId: interfaceA } });
     expect(missingName.status).toBe(400);
     expect(missingName.body.error.details).toContain('name');

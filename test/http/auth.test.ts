@@ -11,7 +11,11 @@ describe('sign-up, sign-in, sessions', () => {
   it('signs up with 201 and returns a token and the owner', async () => {
     const res = await app.request('POST', '/api/v1/auth/sign-up', { body: { email: 'New.Owner@Example.com', password: 'long enough pw', name: 'New Owner' } });
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ success: true, version: 'v1', data: { owner: { email: 'new.owner@example.com', name: 'New Owner', plan: 'free', role: 'owner' } } });
+    expect(res.body).toMatchObject({
+      success: true,
+      version: 'v1',
+      data: { owner: { email: 'new.owner@example.com', name: 'New Owner', plan: 'free', role: 'owner' } },
+    });
     expect(res.body.data.token).toMatch(/^[A-Za-z0-9_-]{43}$/);
   });
 

@@ -15,7 +15,10 @@ const TYPES = [
 ] as const;
 
 async function interfaceFor(path: string, endpointType: string) {
-  const ci = await app.request('POST', '/api/v1/chat-interfaces', { token: owner.token, body: { name: `t-${endpointType}`, endpointUrl: `${mock.url}${path}`, apiKey: 'sk-upstream', endpointType } });
+  const ci = await app.request('POST', '/api/v1/chat-interfaces', {
+    token: owner.token,
+    body: { name: `t-${endpointType}`, endpointUrl: `${mock.url}${path}`, apiKey: 'sk-upstream', endpointType },
+  });
   expect(ci.status, ci.text).toBe(201);
   const key = await app.request('POST', '/api/v1/api-keys', { token: owner.token, body: { name: 'k', chatInterfaceId: ci.body.data.chatInterface.id } });
   return { slug: ci.body.data.chatInterface.slug as string, key: key.body.data.key as string };
@@ -32,7 +35,7 @@ afterAll(async () => {
 });
 
 describe.each(TYPES)('chat through a $type endpoint', ({ type, path, route }) => {
-  it('answers, with history on the next turn, and streams the upstream\'s own stream', async () => {
+  it("answers, with history on the next turn, and streams the upstream's own stream", async () => {
     mock.reset();
     const iface = await interfaceFor(path, type);
     const first = await app.request('POST', `/api/v1/chat/${iface.slug}`, { token: iface.key, body: { message: 'first question' } });
@@ -41,7 +44,8 @@ describe.each(TYPES)('chat through a $type endpoint', ({ type, path, route }) =>
     const sent = mock.requests.find((r) => r.route === route)!;
     expect(sent.headers['content-type']).toContain('application/json');
     if (type !== 'generation') expect(sent.headers.authorization).toBe('Bearer sk-upstream');
-    if (type === 'flow') expect(sent.body).toMatchObject({ input_value: 'first question', output_type: 'chat', input_type: 'chat', session_id: first.body.sessionId });
+    if (type === 'flow')
+      expect(sent.body).toMatchObject({ input_value: 'first question', output_type: 'chat', input_type: 'chat', session_id: first.body.sessionId });
     if (type === 'generic') expect(sent.body).toEqual({ message: 'first question', session_id: first.body.sessionId });
 
     await app.request('POST', `/api/v1/chat/${iface.slug}`, { token: iface.key, body: { message: 'second question', sessionId: first.body.sessionId } });
@@ -49,14 +53,26 @@ describe.each(TYPES)('chat through a $type endpoint', ({ type, path, route }) =>
     if (type === 'openai' || type === 'messages') expect(JSON.stringify(second.body.messages)).toContain('first question');
     if (type === 'generation') expect(JSON.stringify(second.body.contents)).toContain('first question');
 
-    const streamed = await app.request('POST', `/api/v1/chat/${iface.slug}`, { token: iface.key, body: { message: 'stream please' }, headers: { accept: 'text/event-stream' } });
+    const streamed = await app.request('POST', `/api/v1/chat/${iface.slug}`, {
+      token: iface.key,
+      body: { message: 'stream please' },
+      headers: { accept: 'text/event-stream' },
+    });
     expect(streamed.headers['content-type']).toContain('text/event-stream');
-    const events = streamed.text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6));
+    const events = streamed.text
+      .split('\n')
+      .filter((l) => l.startsWith('data: '))
+      .map((l) => l.slice(6));
     expect(events.at(-1)).toBe('[DONE]');
     const parsed = events.slice(0, -1).map((e) => JSON.parse(e));
     const complete = parsed.find((e) => e.type === 'complete');
     expect(complete.message).toBe('Echo: stream please');
-    expect(parsed.filter((e) => e.type === 'delta').map((e) => e.text).join('')).toBe('Echo: stream please');
+    expect(
+      parsed
+        .filter((e) => e.type === 'delta')
+        .map((e) => e.text)
+        .join(''),
+    ).toBe('Echo: stream please');
   });
 });
 
@@ -86,7 +102,8 @@ describe('failure modes through the chat endpoint', () => {
     try {
       const o = await closed.signUp('refused');
       const ci = await closed.request('POST', '/api/v1/chat-interfaces', { token: o.token, body: { name: 'x', endpointUrl: 'http://127.0.0.1:9/generic' } });
-      const key = (await closed.request('POST', '/api/v1/api-keys', { token: o.token, body: { name: 'k', chatInterfaceId: ci.body.data.chatInterface.id } })).body.data.key;
+      const key = (await closed.request('POST', '/api/v1/api-keys', { token: o.token, body: { name: 'k', chatInterfaceId: ci.body.data.chatInterface.id } }))
+        .body.data.key;
       const res = await closed.request('POST', `/api/v1/chat/${ci.body.data.chatInterface.slug}`, { token: key, body: { message: 'hi' } });
       expect(res.status).toBe(502);
       expect(res.body.error.code).toBe('UPSTREAM_CONNECTION_FAILED');
@@ -99,7 +116,8 @@ describe('failure modes through the chat endpoint', () => {
 
   it('an interface with neither knowledge base nor endpoint says it is not configured (503)', async () => {
     const ci = await app.request('POST', '/api/v1/chat-interfaces', { token: owner.token, body: { name: 'empty' } });
-    const key = (await app.request('POST', '/api/v1/api-keys', { token: owner.token, body: { name: 'k', chatInterfaceId: ci.body.data.chatInterface.id } })).body.data.key;
+    const key = (await app.request('POST', '/api/v1/api-keys', { token: owner.token, body: { name: 'k', chatInterfaceId: ci.body.data.chatInterface.id } }))
+      .body.data.key;
     const res = await app.request('POST', `/api/v1/chat/${ci.body.data.chatInterface.slug}`, { token: key, body: { message: 'hi' } });
     expect(res.status).toBe(503);
     expect(res.body.error.message).toMatch(/not configured/);
@@ -112,7 +130,8 @@ describe('the real default timeout', () => {
     try {
       const o = await real.signUp('default-timeout');
       const ci = await real.request('POST', '/api/v1/chat-interfaces', { token: o.token, body: { name: 'slow', endpointUrl: `${mock.url}/generic` } });
-      const key = (await real.request('POST', '/api/v1/api-keys', { token: o.token, body: { name: 'k', chatInterfaceId: ci.body.data.chatInterface.id } })).body.data.key;
+      const key = (await real.request('POST', '/api/v1/api-keys', { token: o.token, body: { name: 'k', chatInterfaceId: ci.body.data.chatInterface.id } })).body
+        .data.key;
       mock.setMode('slow', { delayMs: 40_000 });
       const started = Date.now();
       const res = await real.request('POST', `/api/v1/chat/${ci.body.data.chatInterface.slug}`, { token: key, body: { message: 'hi' } });

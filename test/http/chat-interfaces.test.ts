@@ -16,7 +16,12 @@ afterAll(() => app?.stop());
 
 const create = (token: string, body: Record<string, unknown>) => app.request('POST', '/api/v1/chat-interfaces', { token, body });
 
-function multipart(path: string, token: string, file: { name: string; type: string; bytes: Buffer } | null, extra: Buffer = Buffer.alloc(0)): Promise<TestResponse> {
+function multipart(
+  path: string,
+  token: string,
+  file: { name: string; type: string; bytes: Buffer } | null,
+  extra: Buffer = Buffer.alloc(0),
+): Promise<TestResponse> {
   const boundary = '----cis' + Math.random().toString(16).slice(2);
   const parts: Buffer[] = [];
   if (file) {
@@ -26,18 +31,22 @@ function multipart(path: string, token: string, file: { name: string; type: stri
   parts.push(Buffer.from(`--${boundary}--\r\n`));
   const body = Buffer.concat(parts);
   return new Promise((resolve, reject) => {
-    const req = httpsRequest(new URL(path, app.url), {
-      method: 'POST',
-      agent: insecureAgent,
-      headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': body.length },
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString();
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body: JSON.parse(text) });
-      });
-    });
+    const req = httpsRequest(
+      new URL(path, app.url),
+      {
+        method: 'POST',
+        agent: insecureAgent,
+        headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': body.length },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString();
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body: JSON.parse(text) });
+        });
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -45,10 +54,24 @@ function multipart(path: string, token: string, file: { name: string; type: stri
 
 describe('chat interfaces', () => {
   it('creates with 201, derives a slug, stores the upstream key encrypted and never returns it', async () => {
-    const res = await create(a.token, { name: 'Ask Ünïcode Shop!', endpointUrl: 'http://127.0.0.1:9/v1/chat/completions', apiKey: 'sk-upstream-secret-123456', welcomeMessage: 'Hi!', primaryColor: '#112233' });
+    const res = await create(a.token, {
+      name: 'Ask Ünïcode Shop!',
+      endpointUrl: 'http://127.0.0.1:9/v1/chat/completions',
+      apiKey: 'sk-upstream-secret-123456',
+      welcomeMessage: 'Hi!',
+      primaryColor: '#112233',
+    });
     expect(res.status).toBe(201);
     const ci = res.body.data.chatInterface;
-    expect(ci).toMatchObject({ name: 'Ask Ünïcode Shop!', hasApiKey: true, endpointUrl: 'http://127.0.0.1:9/v1/chat/completions', welcomeMessage: 'Hi!', primaryColor: '#112233', avatarUrl: null, configId: null });
+    expect(ci).toMatchObject({
+      name: 'Ask Ünïcode Shop!',
+      hasApiKey: true,
+      endpointUrl: 'http://127.0.0.1:9/v1/chat/completions',
+      welcomeMessage: 'Hi!',
+      primaryColor: '#112233',
+      avatarUrl: null,
+      configId: null,
+    });
     expect(ci.slug).toMatch(/^ask-unicode-shop-[0-9a-f]{8}$/);
     expect(res.text).not.toContain('sk-upstream-secret');
     const row = await app.deps.database.db.selectFrom('chat_interfaces').select('endpoint_api_key_enc').where('id', '=', ci.id).executeTakeFirstOrThrow();
@@ -105,7 +128,9 @@ describe('chat interfaces', () => {
       expect(res.status, method).toBe(404);
       expect(res.body.error.message).toBe('Chat interface not found');
     }
-    expect((await app.request('GET', '/api/v1/chat-interfaces', { token: b.token })).body.data.chatInterfaces.map((c: { id: string }) => c.id)).not.toContain(ci.id);
+    expect((await app.request('GET', '/api/v1/chat-interfaces', { token: b.token })).body.data.chatInterfaces.map((c: { id: string }) => c.id)).not.toContain(
+      ci.id,
+    );
 
     const patched = await app.request('PATCH', `/api/v1/chat-interfaces/${ci.id}`, { token: a.token, body: { welcomeMessage: 'Hello there' } });
     expect(patched.status).toBe(200);
@@ -138,7 +163,9 @@ describe('chat interfaces', () => {
         const chunks: Buffer[] = [];
         r.on('data', (c: Buffer) => chunks.push(c));
         r.on('end', () => resolve({ status: r.statusCode ?? 0, type: r.headers['content-type'], bytes: Buffer.concat(chunks) }));
-      }).on('error', reject).end();
+      })
+        .on('error', reject)
+        .end();
     });
     expect(image.status).toBe(200);
     expect(image.type).toBe('image/webp');
@@ -148,12 +175,21 @@ describe('chat interfaces', () => {
     expect(image.bytes.includes(Buffer.from('secret-owner-exif'))).toBe(false);
 
     expect((await multipart(`/api/v1/chat-interfaces/${ci.id}/avatar`, b.token, { name: 'x.jpg', type: 'image/jpeg', bytes: photo })).status).toBe(404);
-    const notImage = await multipart(`/api/v1/chat-interfaces/${ci.id}/avatar`, a.token, { name: 'x.png', type: 'image/png', bytes: Buffer.from('definitely not a png') });
+    const notImage = await multipart(`/api/v1/chat-interfaces/${ci.id}/avatar`, a.token, {
+      name: 'x.png',
+      type: 'image/png',
+      bytes: Buffer.from('definitely not a png'),
+    });
     expect(notImage.status).toBe(415);
     const noFile = await multipart(`/api/v1/chat-interfaces/${ci.id}/avatar`, a.token, null);
     expect(noFile.status).toBe(400);
     expect(noFile.body.error.details).toContain('file');
-    const tooBig = await multipart(`/api/v1/chat-interfaces/${ci.id}/avatar`, a.token, { name: 'big.jpg', type: 'image/jpeg', bytes: photo }, Buffer.alloc(6 * 1024 * 1024));
+    const tooBig = await multipart(
+      `/api/v1/chat-interfaces/${ci.id}/avatar`,
+      a.token,
+      { name: 'big.jpg', type: 'image/jpeg', bytes: photo },
+      Buffer.alloc(6 * 1024 * 1024),
+    );
     expect(tooBig.status).toBe(413);
     expect(tooBig.body.error.code).toBe('PAYLOAD_TOO_LARGE');
     const json = await app.request('POST', `/api/v1/chat-interfaces/${ci.id}/avatar`, { token: a.token, body: { file: 'x' } });

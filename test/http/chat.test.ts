@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestResponse } from '../helpers/test-app.ts';
+import { sseEvents as sse } from '../helpers/sse.ts';
 
 let app: TestApp;
 let upstream: Server;
@@ -26,13 +27,6 @@ async function makeInterface(token: string, body: Record<string, unknown>) {
 const chat = (iface: { slug: string }, key: string, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
   app.request('POST', `/api/v1/chat/${iface.slug}`, { token: key, body, headers });
 
-const sse = (res: TestResponse) =>
-  res.text
-    .split('\n')
-    .filter((l) => l.startsWith('data: '))
-    .map((l) => l.slice(6))
-    .map((d) => (d === '[DONE]' ? d : JSON.parse(d)));
-
 beforeAll(async () => {
   upstream = createServer((req, res) => {
     let raw = '';
@@ -52,9 +46,15 @@ beforeAll(async () => {
   app = await startTestApp({ OUTBOUND_ALLOW_HOSTS: `127.0.0.1:${upstreamPort}`, OUTBOUND_TIMEOUT_MS: '800', RATE_LIMIT_UPLOAD: '100' });
   a = await app.signUp('chat-a');
   b = await app.signUp('chat-b');
-  const kb = (await app.request('POST', '/api/v1/knowledge-base/configs', { token: a.token, body: { name: 'Support KB', memory: { maxMessages: 2 } } })).body.data.config.id;
+  const kb = (await app.request('POST', '/api/v1/knowledge-base/configs', { token: a.token, body: { name: 'Support KB', memory: { maxMessages: 2 } } })).body
+    .data.config.id;
   await app.request('PATCH', `/api/v1/knowledge-base/configs/${kb}/tools`, { token: a.token, body: { tools: [{ name: 'lead_capture', enabled: true }] } });
-  await app.upload('/api/v1/knowledge-base/documents', { token: a.token, fileName: 'returns.txt', bytes: Buffer.from('Returns are accepted within 30 days of delivery. Refunds reach your card in 5 business days.'), fields: { configId: kb } });
+  await app.upload('/api/v1/knowledge-base/documents', {
+    token: a.token,
+    fileName: 'returns.txt',
+    bytes: Buffer.from('Returns are accepted within 30 days of delivery. Refunds reach your card in 5 business days.'),
+    fields: { configId: kb },
+  });
   for (let i = 0; i < 100; i++) {
     const docs = await app.request('GET', `/api/v1/knowledge-base/documents?configId=${kb}`, { token: a.token });
     if (docs.body.data.documents.every((d: { status: string }) => d.status === 'completed')) break;
@@ -113,7 +113,7 @@ describe('POST /api/v1/chat/{slug}', () => {
     expect((await chat(kbChat, kbChat.key, { message: 'hi', sessionId: 'api_123_madeup' })).status).toBe(404);
   });
 
-  it('checks the key and the input: 401 without or with a bad key, 403 for another interface\'s key, 400 for bad messages', async () => {
+  it("checks the key and the input: 401 without or with a bad key, 403 for another interface's key, 400 for bad messages", async () => {
     expect((await app.request('POST', `/api/v1/chat/${kbChat.slug}`, { body: { message: 'hi' } })).status).toBe(401);
     expect((await chat(kbChat, 'svc_' + 'a'.repeat(38), { message: 'hi' })).status).toBe(401);
     const wrong = await chat(kbChat, apiChat.key, { message: 'hi' });
@@ -130,7 +130,10 @@ describe('POST /api/v1/chat/{slug}', () => {
   it('lead capture shows in toolCalls and fills formConfig', async () => {
     const res = await chat(kbChat, kbChat.key, { message: 'Can someone from sales contact me?' });
     expect(res.body.toolCalls).toEqual([{ name: 'lead_capture', arguments: expect.any(Object) }]);
-    expect(res.body.formConfig).toMatchObject({ tool: 'lead_capture', fields: expect.arrayContaining([expect.objectContaining({ name: 'email', type: 'email' })]) });
+    expect(res.body.formConfig).toMatchObject({
+      tool: 'lead_capture',
+      fields: expect.arrayContaining([expect.objectContaining({ name: 'email', type: 'email' })]),
+    });
   });
 
   it('streams with Accept: text/event-stream: deltas, a complete event with the full response, [DONE]', async () => {
@@ -140,7 +143,12 @@ describe('POST /api/v1/chat/{slug}', () => {
     expect(events.at(-1)).toBe('[DONE]');
     const complete = events.find((e) => e !== '[DONE]' && e.type === 'complete');
     expect(complete).toMatchObject({ success: true, sessionId: expect.stringMatching(/^api_/), toolCalls: [] });
-    expect(events.filter((e) => e !== '[DONE]' && e.type === 'delta').map((e) => e.text).join('')).toBe(complete.message);
+    expect(
+      events
+        .filter((e) => e !== '[DONE]' && e.type === 'delta')
+        .map((e) => e.text)
+        .join(''),
+    ).toBe(complete.message);
   });
 
   it('an external endpoint answers (generic type: x-api-key, message + session_id), its reply kept as plain text', async () => {
@@ -177,14 +185,24 @@ describe('POST /api/v1/chat/{slug}', () => {
     mode = 'ok';
     const saved = await app.request('POST', `/api/v1/chat-interfaces/${apiChat.id}/test-connection`, { token: a.token });
     expect(saved.status).toBe(200);
-    expect(saved.body.data).toMatchObject({ ok: true, detectedType: 'generic', typeSource: 'detected', authAccepted: true, formatRecognized: true, error: null });
+    expect(saved.body.data).toMatchObject({
+      ok: true,
+      detectedType: 'generic',
+      typeSource: 'detected',
+      authAccepted: true,
+      formatRecognized: true,
+      error: null,
+    });
     expect(saved.body.data.reply).toContain('Upstream says');
     expect(saved.body.data.latencyMs).toBeGreaterThanOrEqual(0);
     mode = '401';
     const refused = await app.request('POST', `/api/v1/chat-interfaces/${apiChat.id}/test-connection`, { token: a.token, body: { apiKey: 'wrong' } });
     expect(refused.body.data).toMatchObject({ ok: false, authAccepted: false, status: 401 });
     mode = 'ok';
-    const local = await app.request('POST', `/api/v1/chat-interfaces/${apiChat.id}/test-connection`, { token: a.token, body: { endpointUrl: 'http://localhost:3000/api/chat' } });
+    const local = await app.request('POST', `/api/v1/chat-interfaces/${apiChat.id}/test-connection`, {
+      token: a.token,
+      body: { endpointUrl: 'http://localhost:3000/api/chat' },
+    });
     expect(local.body.data.ok).toBe(false);
     expect(local.body.data.error.message).toMatch(/tunnel/i);
     expect((await app.request('POST', `/api/v1/chat-interfaces/${apiChat.id}/test-connection`, { token: b.token })).status).toBe(404);

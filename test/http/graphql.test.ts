@@ -21,7 +21,7 @@ const ME = /* GraphQL */ `
 `;
 const INTERFACES = /* GraphQL */ `
   query {
-    chatInterfaces { id name slug configId endpointUrl endpointType hasApiKey welcomeMessage placeholder primaryColor avatarUrl createdAt updatedAt }
+    chatInterfaces { id name slug configId endpointUrl endpointType hasApiKey welcomeMessage placeholder primaryColor avatarUrl public allowedOrigins createdAt updatedAt }
   }
 `;
 const API_KEYS = /* GraphQL */ `
@@ -95,7 +95,10 @@ describe('GraphQL (/graphql)', () => {
     // B owns one interface of its own, so isolation is tested against a non-empty list.
     const bInterface = await app.request('POST', '/api/v1/chat-interfaces', { token: b.token, body: { name: 'B Bot' } });
     expect(bInterface.status).toBe(201);
-    const bKey = await app.request('POST', '/api/v1/api-keys', { token: b.token, body: { name: 'b key', chatInterfaceId: bInterface.body.data.chatInterface.id } });
+    const bKey = await app.request('POST', '/api/v1/api-keys', {
+      token: b.token,
+      body: { name: 'b key', chatInterfaceId: bInterface.body.data.chatInterface.id },
+    });
     expect(bKey.status).toBe(201);
   });
 

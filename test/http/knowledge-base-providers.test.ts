@@ -55,9 +55,17 @@ afterAll(async () => {
 
 describe('a knowledge base with an OpenAI-compatible language model', () => {
   it('generates the answer from the retrieved context with temperature and maxTokens, and reports the provider usage', async () => {
-    const id = await makeKb({ name: 'LLM', temperature: '0.2', maxTokens: 321, llm: { provider: 'openai', baseUrl: mock.url, model: 'gpt-test', apiKey: 'sk-llm-secret' } });
+    const id = await makeKb({
+      name: 'LLM',
+      temperature: '0.2',
+      maxTokens: 321,
+      llm: { provider: 'openai', baseUrl: mock.url, model: 'gpt-test', apiKey: 'sk-llm-secret' },
+    });
     mock.setReply(() => ({ text: 'Bees dance to point at flowers [1].', usage: { prompt_tokens: 77, completion_tokens: 9 } }));
-    const res = await app.request('POST', '/api/v1/knowledge-base/query', { token: owner.token, body: { query: 'How do bees tell each other where flowers are?', configId: id } });
+    const res = await app.request('POST', '/api/v1/knowledge-base/query', {
+      token: owner.token,
+      body: { query: 'How do bees tell each other where flowers are?', configId: id },
+    });
     expect(res.status, res.text).toBe(200);
     expect(res.body.data.answer).toBe('Bees dance to point at flowers [1].');
     expect(res.body.data.usage).toEqual({ promptTokens: 77, completionTokens: 9, totalTokens: 86 });
@@ -71,7 +79,10 @@ describe('a knowledge base with an OpenAI-compatible language model', () => {
     expect(config.body.data.config.llm).toMatchObject({ model: 'gpt-test', hasApiKey: true });
 
     mock.setReply(() => ({ text: 'Streaming answer about tides and the moon.', usage: { prompt_tokens: 50, completion_tokens: 8 } }));
-    const stream = await app.request('POST', '/api/v1/knowledge-base/query/stream', { token: owner.token, body: { query: 'What causes tides?', configId: id } });
+    const stream = await app.request('POST', '/api/v1/knowledge-base/query/stream', {
+      token: owner.token,
+      body: { query: 'What causes tides?', configId: id },
+    });
     const evs = events(stream);
     expect(evs[0].type).toBe('sources');
     const deltas = evs.filter((e) => e !== '[DONE]' && e.type === 'delta');
@@ -90,7 +101,8 @@ describe('a knowledge base with an OpenAI-compatible language model', () => {
 
     mock.setReply(() => ({ status: 401, rawBody: '{"error":"bad key"}' }));
     const rejected = await app.request('POST', '/api/v1/knowledge-base/query', { token: owner.token, body: { query: 'bees', configId: id } });
-    expect(rejected.status).toBe(503);
+    expect(rejected.status).toBe(502);
+    expect(rejected.body.error.code).toBe('UPSTREAM_ERROR');
     expect(rejected.body.error.details).toMatch(/API key/i);
     mock.setReply(() => ({}));
   });
@@ -98,17 +110,27 @@ describe('a knowledge base with an OpenAI-compatible language model', () => {
 
 describe('an OpenAI-compatible embedding provider, and changing the model', () => {
   it('embeds through the provider, then re-embeds in the background while the old vectors keep serving', async () => {
-    const id = await makeKb({ name: 'Remote embeddings', embedding: { provider: 'openai', baseUrl: mock.url, model: 'embed-a', dimensions: 16, apiKey: 'sk-embed' } });
+    const id = await makeKb({
+      name: 'Remote embeddings',
+      embedding: { provider: 'openai', baseUrl: mock.url, model: 'embed-a', dimensions: 16, apiKey: 'sk-embed' },
+    });
     const embedCalls = mock.requests.filter((r) => r.path.endsWith('/embeddings'));
     expect(embedCalls.length).toBeGreaterThan(0);
     expect(embedCalls[0]!.headers.authorization).toBe('Bearer sk-embed');
     expect(embedCalls[0]!.body.model).toBe('embed-a');
     let collections = await app.request('GET', '/api/v1/knowledge-base/collections', { token: owner.token });
-    expect(collections.body.data.collections.find((c: { configId: string }) => c.configId === id)).toMatchObject({ dimensions: 16, embeddingModel: 'embed-a', servingVersion: 1 });
+    expect(collections.body.data.collections.find((c: { configId: string }) => c.configId === id)).toMatchObject({
+      dimensions: 16,
+      embeddingModel: 'embed-a',
+      servingVersion: 1,
+    });
 
     // Slow the provider so the switch is observable: queries must keep working on version 1 meanwhile.
     mock.setReply((_body, path) => (path.endsWith('/embeddings') ? { delayMs: 300 } : {}));
-    const patch = await app.request('PATCH', `/api/v1/knowledge-base/configs/${id}`, { token: owner.token, body: { embedding: { provider: 'openai', baseUrl: mock.url, model: 'embed-b', dimensions: 24 } } });
+    const patch = await app.request('PATCH', `/api/v1/knowledge-base/configs/${id}`, {
+      token: owner.token,
+      body: { embedding: { provider: 'openai', baseUrl: mock.url, model: 'embed-b', dimensions: 24 } },
+    });
     expect(patch.status).toBe(200);
     expect(patch.body.data.config.embeddingStatus).toEqual({ servingVersion: 1, targetVersion: 2, reembedding: true });
     expect(patch.body.data.config.embedding.hasApiKey).toBe(true);
@@ -132,5 +154,77 @@ describe('an OpenAI-compatible embedding provider, and changing the model', () =
     expect(versions.map((v) => v.version)).toEqual([2]);
     const after = await app.request('POST', '/api/v1/knowledge-base/query', { token: owner.token, body: { query: 'tides moon', configId: id } });
     expect(after.body.data.sources[0].metadata.fileName).toBe('tides.txt');
+  });
+});
+
+describe('an embedding provider failing at query time', () => {
+  const TRACE = 'Traceback (most recent call last): File "/srv/embedder/main.py", line 7';
+
+  it('is the clear UPSTREAM_* error for the owner (with the reason) and for a visitor (without it), never a 500', async () => {
+    const id = await makeKb({
+      name: 'Failing embeddings',
+      embedding: { provider: 'openai', baseUrl: mock.url, model: 'embed-f', dimensions: 16, apiKey: 'sk-embed-f' },
+    });
+    const ci = await app.request('POST', '/api/v1/chat-interfaces', { token: owner.token, body: { name: 'Embeddings widget', configId: id } });
+    expect(ci.status, ci.text).toBe(201);
+    const key = await app.request('POST', '/api/v1/api-keys', { token: owner.token, body: { name: 'widget', chatInterfaceId: ci.body.data.chatInterface.id } });
+    expect(key.status, key.text).toBe(201);
+    const slug = ci.body.data.chatInterface.slug as string;
+
+    const cases = [
+      {
+        reply: { status: 500, rawBody: TRACE },
+        code: 'UPSTREAM_ERROR',
+        visitorMessage: "the knowledge base's search answered with an error (HTTP 500)",
+        reason: /HTTP 500: Traceback/,
+      },
+      {
+        reply: { rawBody: `<html>${TRACE}</html>` },
+        code: 'UPSTREAM_INVALID_RESPONSE',
+        visitorMessage: "invalid response format: the knowledge base's search did not answer in the expected format",
+        reason: /did not return JSON.*Traceback/,
+      },
+    ] as const;
+    for (const c of cases) {
+      mock.setReply((_body, path) => (path.endsWith('/embeddings') ? c.reply : {}));
+      try {
+        const query = await app.request('POST', '/api/v1/knowledge-base/query', { token: owner.token, body: { query: 'tides moon', configId: id } });
+        expect(query.status, query.text).toBe(502);
+        expect(query.body.error.code).toBe(c.code);
+        expect(query.body.error.message).toBe('The embedding provider could not embed the query');
+        expect(query.body.error.details).toMatch(c.reason);
+        expect(query.text).not.toContain('sk-embed-f');
+
+        // It fails before the first event: the JSON envelope.
+        const stream = await app.request('POST', '/api/v1/knowledge-base/query/stream', { token: owner.token, body: { query: 'tides moon', configId: id } });
+        expect(stream.status, stream.text).toBe(502);
+        expect(stream.body.error.code).toBe(c.code);
+
+        for (const accept of ['application/json', 'text/event-stream']) {
+          const chat = await app.request('POST', `/api/v1/chat/${slug}`, {
+            token: key.body.data.key,
+            body: { message: 'What causes tides?' },
+            headers: { accept },
+          });
+          expect(chat.status, chat.text).toBe(502);
+          expect(chat.body.error).toEqual({
+            code: c.code,
+            message: c.visitorMessage,
+            details: c.code === 'UPSTREAM_ERROR' ? 'upstream_error' : 'invalid_response',
+          });
+          expect(chat.text).not.toContain('Traceback');
+          expect(chat.text).not.toContain(`127.0.0.1:${mock.port}`);
+          const logged = app.logs
+            .map((l) => JSON.parse(l) as Record<string, unknown>)
+            .filter((l) => l.requestId === chat.headers['x-request-id'] && l.level === 'warn');
+          expect(logged).toHaveLength(1);
+          expect(logged[0]).toMatchObject({ msg: 'embedding provider failed during a visitor chat', source: 'embeddings' });
+          expect(JSON.stringify(logged[0])).toContain('Traceback');
+          expect(JSON.stringify(logged[0])).not.toContain('sk-embed-f');
+        }
+      } finally {
+        mock.setReply(() => ({}));
+      }
+    }
   });
 });

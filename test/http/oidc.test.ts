@@ -28,10 +28,7 @@ const now = () => Math.floor(Date.now() / 1000);
 let subCounter = 0;
 const freshSub = () => `user-${++subCounter}-${Math.random().toString(36).slice(2, 8)}`;
 
-async function idToken(
-  claims: JWTPayload = {},
-  options: { key?: PrivateKey; kid?: string } = {},
-): Promise<string> {
+async function idToken(claims: JWTPayload = {}, options: { key?: PrivateKey; kid?: string } = {}): Promise<string> {
   const payload: JWTPayload = {
     iss: issuer,
     aud: 'cis',
@@ -50,12 +47,7 @@ const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('bas
 const me = (token: string) => app.request('GET', '/api/v1/auth/me', { token });
 
 beforeAll(async () => {
-  [key1, key2, key3, stranger] = await Promise.all([
-    generateKeyPair('RS256'),
-    generateKeyPair('RS256'),
-    generateKeyPair('RS256'),
-    generateKeyPair('RS256'),
-  ]);
+  [key1, key2, key3, stranger] = await Promise.all([generateKeyPair('RS256'), generateKeyPair('RS256'), generateKeyPair('RS256'), generateKeyPair('RS256')]);
   served = [await publicJwk(key1, 'k1')];
   provider = createServer((req, res) => {
     const send = (body: unknown) => {
@@ -211,7 +203,11 @@ describe('OIDC ID tokens as owner bearer tokens', () => {
     expect((await me(await idToken({ email: 'unverified@idp.example.com', email_verified: false }))).status).toBe(401);
     expect((await me(await idToken({ email: 'stringy@idp.example.com', email_verified: 'true' }))).status).toBe(401);
     expect((await me(await idToken({ email: undefined, email_verified: undefined }))).status).toBe(401);
-    const rows = await app.deps.database.db.selectFrom('owners').select('id').where('email', 'in', ['unverified@idp.example.com', 'stringy@idp.example.com']).execute();
+    const rows = await app.deps.database.db
+      .selectFrom('owners')
+      .select('id')
+      .where('email', 'in', ['unverified@idp.example.com', 'stringy@idp.example.com'])
+      .execute();
     expect(rows).toHaveLength(0);
   });
 
@@ -245,7 +241,12 @@ describe('OIDC provider unreachable or blocked', () => {
   });
 
   it('uses OIDC_JWKS_URL when set; a failing JWKS endpoint is a 401', async () => {
-    const direct = await startTestApp({ OIDC_ISSUER: issuer, OIDC_AUDIENCE: 'cis', OIDC_JWKS_URL: `${issuer}/missing-jwks`, OUTBOUND_ALLOW_HOSTS: providerHostPort });
+    const direct = await startTestApp({
+      OIDC_ISSUER: issuer,
+      OIDC_AUDIENCE: 'cis',
+      OIDC_JWKS_URL: `${issuer}/missing-jwks`,
+      OUTBOUND_ALLOW_HOSTS: providerHostPort,
+    });
     try {
       const before = { ...hits };
       const res = await direct.request('GET', '/api/v1/auth/me', { token: await idToken() });

@@ -61,15 +61,27 @@ describe('envelope, routing and body handling', () => {
   });
 
   it('malformed JSON is 400, a body over 1 MB is 413, a non-JSON body is 415, JSON with a charset works', async () => {
-    const bad = await app.request('POST', '/api/v1/chat-interfaces', { token: owner.token, rawBody: '{"name": ', headers: { 'content-type': 'application/json' } });
+    const bad = await app.request('POST', '/api/v1/chat-interfaces', {
+      token: owner.token,
+      rawBody: '{"name": ',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.error.code).toBe('MALFORMED_JSON');
     const big = await app.request('POST', '/api/v1/chat-interfaces', { token: owner.token, body: { name: 'x', welcomeMessage: 'y'.repeat(1024 * 1024 + 10) } });
     expect(big.status).toBe(413);
     expect(big.body.error.code).toBe('PAYLOAD_TOO_LARGE');
-    const form = await app.request('POST', '/api/v1/chat-interfaces', { token: owner.token, rawBody: 'name=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const form = await app.request('POST', '/api/v1/chat-interfaces', {
+      token: owner.token,
+      rawBody: 'name=x',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(form.status).toBe(415);
-    const charset = await app.request('POST', '/api/v1/chat-interfaces', { token: owner.token, rawBody: JSON.stringify({ name: 'Charset ok' }), headers: { 'content-type': 'application/json; charset=utf-8' } });
+    const charset = await app.request('POST', '/api/v1/chat-interfaces', {
+      token: owner.token,
+      rawBody: JSON.stringify({ name: 'Charset ok' }),
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+    });
     expect(charset.status).toBe(201);
     const array = await app.request('POST', '/api/v1/chat-interfaces', { token: owner.token, body: [1, 2] });
     expect(array.status).toBe(400);
@@ -96,17 +108,29 @@ describe('HTTPS only', () => {
     const proxied = await startTestApp({ TRUST_PROXY: '1' });
     try {
       const viaProxy = await new Promise<number>((resolve, reject) => {
-        httpRequest({ host: '127.0.0.1', port: proxied.port, path: '/api/v1/health/hosting', headers: { 'x-forwarded-proto': 'https', 'x-forwarded-for': '203.0.113.9' } }, (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        }).on('error', reject).end();
+        httpRequest(
+          {
+            host: '127.0.0.1',
+            port: proxied.port,
+            path: '/api/v1/health/hosting',
+            headers: { 'x-forwarded-proto': 'https', 'x-forwarded-for': '203.0.113.9' },
+          },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        )
+          .on('error', reject)
+          .end();
       });
       expect(viaProxy).toBe(200);
       const clear = await new Promise<number>((resolve, reject) => {
         httpRequest({ host: '127.0.0.1', port: proxied.port, path: '/api/v1/health/hosting', headers: { 'x-forwarded-proto': 'http' } }, (res) => {
           res.resume();
           resolve(res.statusCode ?? 0);
-        }).on('error', reject).end();
+        })
+          .on('error', reject)
+          .end();
       });
       expect(clear).toBe(403);
     } finally {
@@ -202,8 +226,28 @@ describe('OpenAPI and docs', () => {
     expect(res.status).toBe(200);
     const doc = res.body;
     expect(doc.openapi).toMatch(/^3\.1/);
-    const operations = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
-    for (const op of ['GET /api/v1/api-keys', 'POST /api/v1/api-keys', 'GET /api/v1/api-keys/{id}', 'PATCH /api/v1/api-keys/{id}', 'DELETE /api/v1/api-keys/{id}', 'GET /api/v1/chat-interfaces/{id}', 'PATCH /api/v1/chat-interfaces/{id}', 'DELETE /api/v1/chat-interfaces/{id}', 'GET /api/v1/health/hosting', 'GET /api/v1/translations/{locale}', 'POST /api/v1/user/tour-completed', 'POST /api/v1/cache/query-cache/save', 'POST /api/v1/cache/query-cache/restore', 'POST /api/v1/cache/query-cache/remove', 'GET /api/v1/debug/chat-interfaces', 'GET /api/v1/error-tracking-example-api', 'POST /api/v1/auth/sign-up']) {
+    const operations = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, ops]) =>
+      Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`),
+    );
+    for (const op of [
+      'GET /api/v1/api-keys',
+      'POST /api/v1/api-keys',
+      'GET /api/v1/api-keys/{id}',
+      'PATCH /api/v1/api-keys/{id}',
+      'DELETE /api/v1/api-keys/{id}',
+      'GET /api/v1/chat-interfaces/{id}',
+      'PATCH /api/v1/chat-interfaces/{id}',
+      'DELETE /api/v1/chat-interfaces/{id}',
+      'GET /api/v1/health/hosting',
+      'GET /api/v1/translations/{locale}',
+      'POST /api/v1/user/tour-completed',
+      'POST /api/v1/cache/query-cache/save',
+      'POST /api/v1/cache/query-cache/restore',
+      'POST /api/v1/cache/query-cache/remove',
+      'GET /api/v1/debug/chat-interfaces',
+      'GET /api/v1/error-tracking-example-api',
+      'POST /api/v1/auth/sign-up',
+    ]) {
       expect(operations).toContain(op);
     }
     const create = doc.paths['/api/v1/api-keys'].post;

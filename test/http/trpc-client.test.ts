@@ -53,6 +53,7 @@ function makeClient(app: TestApp, token?: string) {
 type Client = ReturnType<typeof makeClient>;
 
 /** Never called: exists only so `tsc --noEmit` proves the client is typed against AppRouter. */
+// biome-ignore lint/suspicious/noExportsInTest: exported so neither tsc nor the linter drops it as unused.
 export function typeChecksOnly(client: Client) {
   // @ts-expect-error name must be a string
   void client.chatInterfaces.create.mutate({ name: 42 });

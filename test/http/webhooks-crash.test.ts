@@ -209,7 +209,8 @@ function checkReceived(keys: Map<string, ApiKey>): { requests: number; events: n
     }
     if (payload.id !== webhookIdHeader) problems.push(`${webhookIdHeader}: payload id ${payload.id} differs from webhook-id`);
     if (payload.type !== 'api_key.created') problems.push(`${webhookIdHeader}: type ${payload.type}`);
-    if (JSON.stringify(payload.data) !== JSON.stringify(keys.get(keyId))) problems.push(`${webhookIdHeader}: data ${JSON.stringify(payload.data)} is not the key the API returned ${JSON.stringify(keys.get(keyId))}`);
+    if (JSON.stringify(payload.data) !== JSON.stringify(keys.get(keyId)))
+      problems.push(`${webhookIdHeader}: data ${JSON.stringify(payload.data)} is not the key the API returned ${JSON.stringify(keys.get(keyId))}`);
     const first = firstBody.get(webhookIdHeader);
     if (first === undefined) firstBody.set(webhookIdHeader, r.body);
     else if (first !== r.body) problems.push(`${webhookIdHeader}: a repeated delivery has a different body:\n${first}\n${r.body}`);
@@ -257,7 +258,8 @@ async function deliveriesWithStatus(status: Delivery['status']): Promise<{ deliv
 async function checkHistory(total: number): Promise<void> {
   let stats = await webhookStats();
   for (const deadline = Date.now() + SETTLE_TIMEOUT_MS; stats.pending > 0 || stats.succeeded < total; ) {
-    if (Date.now() > deadline) throw new Error(`deliveries not settled ${SETTLE_TIMEOUT_MS / 1000} s after the receiver saw every event: ${JSON.stringify(stats)}`);
+    if (Date.now() > deadline)
+      throw new Error(`deliveries not settled ${SETTLE_TIMEOUT_MS / 1000} s after the receiver saw every event: ${JSON.stringify(stats)}`);
     await sleep(100);
     stats = await webhookStats();
   }
@@ -268,13 +270,28 @@ async function checkHistory(total: number): Promise<void> {
   const listedEventIds = new Set(succeeded.map((d) => d.eventId));
   const unlisted = [...receivedEventIds].filter((id) => !listedEventIds.has(id));
   // Soft: a listing that misses deliveries the stats count as succeeded is reported, and the checks below still run.
-  expect.soft(succeeded.length, `succeeded deliveries listed through ${pages} pages (events received, counted as succeeded, but on no page: ${unlisted.join(', ') || 'none'})`).toBe(total);
+  expect
+    .soft(
+      succeeded.length,
+      `succeeded deliveries listed through ${pages} pages (events received, counted as succeeded, but on no page: ${unlisted.join(', ') || 'none'})`,
+    )
+    .toBe(total);
   expect.soft(unlisted, 'events received but not listed as succeeded').toEqual([]);
   expect(new Set(succeeded.map((d) => d.deliveryId)).size, 'a delivery listed twice').toBe(succeeded.length);
   expect(listedEventIds.size, 'one delivery per event').toBe(succeeded.length);
-  expect([...listedEventIds].filter((id) => !receivedEventIds.has(id)), 'succeeded deliveries the receiver never got').toEqual([]);
+  expect(
+    [...listedEventIds].filter((id) => !receivedEventIds.has(id)),
+    'succeeded deliveries the receiver never got',
+  ).toEqual([]);
   expect.soft(pages).toBe(Math.ceil(total / 100));
-  const odd = succeeded.filter((d) => d.webhookId !== webhookId || d.eventType !== 'api_key.created' || d.lastHttpStatus !== 200 || d.attempts.length < 1 || d.attempts.some((a) => a.httpStatus !== 200));
+  const odd = succeeded.filter(
+    (d) =>
+      d.webhookId !== webhookId ||
+      d.eventType !== 'api_key.created' ||
+      d.lastHttpStatus !== 200 ||
+      d.attempts.length < 1 ||
+      d.attempts.some((a) => a.httpStatus !== 200),
+  );
   expect(odd.slice(0, 5), 'succeeded deliveries with an unexpected attempt history').toEqual([]);
   for (const status of ['pending', 'failed', 'exhausted'] as const) {
     const res = await server!.request('GET', `${base}/${webhookId}/deliveries?status=${status}&limit=100`, { token });
@@ -295,7 +312,9 @@ describe('a crash during webhook delivery', () => {
     const admin = await server.request('POST', '/api/v1/auth/sign-up', { body: { email: adminEmail, password: 'correct horse battery' } });
     expect(admin.status, admin.text).toBe(201);
     expect(admin.body.data.owner.role).toBe('admin');
-    const owner = await server.request('POST', '/api/v1/auth/sign-up', { body: { email: `wh-crash-${randomBytes(3).toString('hex')}@example.com`, password: 'correct horse battery' } });
+    const owner = await server.request('POST', '/api/v1/auth/sign-up', {
+      body: { email: `wh-crash-${randomBytes(3).toString('hex')}@example.com`, password: 'correct horse battery' },
+    });
     expect(owner.status, owner.text).toBe(201);
     token = owner.body.data.token as string;
     const ownerId = owner.body.data.owner.id as string;
@@ -328,7 +347,10 @@ describe('a crash during webhook delivery', () => {
     const atCrash = await inspect(queueState);
     expect(atCrash.deliveries.pending ?? 0, JSON.stringify(atCrash)).toBeGreaterThan(0);
     expect(atCrash.jobs.running ?? 0, JSON.stringify(atCrash)).toBeGreaterThanOrEqual(1);
-    expect(Object.values(atCrash.deliveries).reduce((a, b) => a + b, 0), 'every event has its delivery row (outbox)').toBe(CRASH_EVENTS);
+    expect(
+      Object.values(atCrash.deliveries).reduce((a, b) => a + b, 0),
+      'every event has its delivery row (outbox)',
+    ).toBe(CRASH_EVENTS);
 
     // Restart on the same data directory / database; sessions are stored, so the token still works.
     server = await start();
@@ -387,8 +409,12 @@ describe('a crash during webhook delivery', () => {
     const { final, sameMillisecond } = await inspect(async (database) => ({
       final: await queueState(database),
       // Deliveries created in the same millisecond as another one (the history's page cursor carries milliseconds).
-      sameMillisecond: (await sql<{ n: number }>`
-        select coalesce(sum(n), 0)::int as n from (select count(*) as n from webhook_deliveries group by date_trunc('milliseconds', created_at) having count(*) > 1) t`.execute(database.db)).rows[0]!.n,
+      sameMillisecond: (
+        await sql<{ n: number }>`
+        select coalesce(sum(n), 0)::int as n from (select count(*) as n from webhook_deliveries group by date_trunc('milliseconds', created_at) having count(*) > 1) t`.execute(
+          database.db,
+        )
+      ).rows[0]!.n,
     }));
     expect(final).toEqual({ jobs: { done: CRASH_EVENTS + STOP_EVENTS }, deliveries: { succeeded: CRASH_EVENTS + STOP_EVENTS } });
     console.log(

@@ -11,10 +11,10 @@ import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import type { webhookDeliverySchema } from '../../schema/webhooks.ts';
-import { createLogger } from '../../server/logger.ts';
-import { createJobQueue, RescheduleJob, type JobHandler, type JobQueue } from '../../server/jobs/queue.ts';
+import { createLogger } from '../../adapters/outbound/logger.ts';
+import { createJobQueue, RescheduleJob, type JobHandler, type JobQueue } from '../../routers/jobs/queue.ts';
 import { webhookJobHandlers } from '../../routers/webhooks/delivery.ts';
-import { DELIVER_JOB } from '../../routers/webhooks/outbox.ts';
+import { DELIVER_JOB } from '../../routers/webhooks/outbox-repository.ts';
 import { generateSecret } from '../../routers/webhooks/signing.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 import { startWebhookReceiver, verifyDelivery, type ReceivedWebhook, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
@@ -26,7 +26,6 @@ const DAY = 24 * HOUR;
 /** The documented schedule: the delay after attempt n (±10 % jitter). */
 const DELAYS = [5 * SECOND, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR, 10 * HOUR];
 const base = '/api/v1/enterprise/webhooks';
-
 
 type Delivery = z.infer<typeof webhookDeliverySchema>;
 type Attempt = Delivery['attempts'][number];
@@ -54,7 +53,12 @@ const payload = (r: ReceivedWebhook) => JSON.parse(r.body) as { id: string; type
 
 /** A Standard Webhooks signature computed here, for timestamps the library would refuse as too old or too new. */
 function hmacSignature(secret: string, id: string, timestamp: string, body: string) {
-  return 'v1,' + createHmac('sha256', Buffer.from(secret.slice('whsec_'.length), 'base64')).update(`${id}.${timestamp}.${body}`).digest('base64');
+  return (
+    'v1,' +
+    createHmac('sha256', Buffer.from(secret.slice('whsec_'.length), 'base64'))
+      .update(`${id}.${timestamp}.${body}`)
+      .digest('base64')
+  );
 }
 
 function signaturesOf(r: ReceivedWebhook): string[] {
@@ -203,7 +207,16 @@ describe('retry schedule', () => {
     expect(receiver.received).toHaveLength(1);
     let d = await delivery(hook.id, deliveryId);
     expect(d).toMatchObject({ status: 'failed', attemptCount: 1, lastHttpStatus: 500 });
-    expect(d.attempts).toEqual([{ at: clock.toISOString(), trigger: 'automatic', httpStatus: 500, latencyMs: expect.any(Number), responseExcerpt: 'down', error: 'Receiver answered 500' }]);
+    expect(d.attempts).toEqual([
+      {
+        at: clock.toISOString(),
+        trigger: 'automatic',
+        httpStatus: 500,
+        latencyMs: expect.any(Number),
+        responseExcerpt: 'down',
+        error: 'Receiver answered 500',
+      },
+    ]);
     expect(d.nextAttemptAt).not.toBeNull();
     // The job waits for the next attempt: run_at is the delivery's next attempt, and no job attempt was used up.
     let job = await jobOf(deliveryId);
@@ -274,7 +287,10 @@ describe('retry schedule', () => {
     await drainDue();
     expect(receiver.received).toHaveLength(2);
 
-    for (const [id, status] of [[first, 302], [second, 307]] as const) {
+    for (const [id, status] of [
+      [first, 302],
+      [second, 307],
+    ] as const) {
       const d = await delivery(hook.id, id);
       expect(d).toMatchObject({ status: 'failed', attemptCount: 1, lastHttpStatus: status });
       expect(d.attempts[0]).toMatchObject({ httpStatus: status, error: expect.stringMatching(/redirect.*not followed/i) });
@@ -293,7 +309,12 @@ describe('retry schedule', () => {
     expect(receiver.received).toHaveLength(1);
     const d = await delivery(hook.id, deliveryId);
     expect(d).toMatchObject({ status: 'failed', attemptCount: 1, lastHttpStatus: null });
-    expect(d.attempts[0]).toMatchObject({ at: clock.toISOString(), httpStatus: null, responseExcerpt: null, error: expect.stringMatching(/timed out after 500 ms/) });
+    expect(d.attempts[0]).toMatchObject({
+      at: clock.toISOString(),
+      httpStatus: null,
+      responseExcerpt: null,
+      error: expect.stringMatching(/timed out after 500 ms/),
+    });
     expect(d.nextAttemptAt).not.toBeNull();
     expect(await getHook(hook.id)).toMatchObject({ enabled: true, failingSince: clock.toISOString() });
   });
@@ -445,7 +466,12 @@ describe('disabling', () => {
     const last = await createKnowledgeBase(failing.id, 'Failing KB 3');
     await drainDue();
     expect((await delivery(failing.id, last.deliveryId)).attempts[0]).toMatchObject({ at: clock.toISOString(), httpStatus: 500 });
-    expect(await getHook(failing.id)).toMatchObject({ enabled: false, disabledReason: 'failing', disabledAt: clock.toISOString(), failingSince: start.toISOString() });
+    expect(await getHook(failing.id)).toMatchObject({
+      enabled: false,
+      disabledReason: 'failing',
+      disabledAt: clock.toISOString(),
+      failingSince: start.toISOString(),
+    });
     expect(disabledNotices()).toHaveLength(1);
     expect(disabledNotices()[0]).toMatchObject({ data: { webhookId: failing.id, url: failing.url, reason: 'failing' } });
     expect((await deliveriesOf(watcher.id)).filter((d) => d.eventType === 'webhook.disabled')).toHaveLength(1);

@@ -19,11 +19,21 @@ child.stdout.on('data', (c) => (output += c));
 
 function call(method, path, { body, token } = {}) {
   return new Promise((resolve, reject) => {
-    const req = httpsRequest({ host: '127.0.0.1', port, path, method, rejectUnauthorized: false, headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) } }, (res) => {
-      let text = '';
-      res.on('data', (c) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode, body: JSON.parse(text) }));
-    });
+    const req = httpsRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method,
+        rejectUnauthorized: false,
+        headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode, body: JSON.parse(text) }));
+      },
+    );
     req.on('error', reject);
     req.setTimeout(15_000, () => req.destroy(new Error(`${method} ${path} timed out`)));
     req.end(body ? JSON.stringify(body) : undefined);
@@ -63,7 +73,9 @@ try {
     httpRequest({ host: '127.0.0.1', port, path: '/api/v1/health/hosting' }, (res) => {
       res.resume();
       resolve(res.statusCode);
-    }).on('error', reject).end();
+    })
+      .on('error', reject)
+      .end();
   });
   check('plain HTTP is refused with 403', plain === 403);
 } catch (error) {

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { adminProcedure, cronProcedure, enterpriseProcedure, ownerOrKeyProcedure, router } from '../../routers/trpc.ts';
-import { loadConfig } from '../../server/config.ts';
-import { createMemoryRateLimiter } from '../../server/rate-limit/memory.ts';
+import { loadConfig } from '../../schema/config.ts';
+import { createMemoryRateLimiter } from '../../adapters/outbound/rate-limit/memory.ts';
 import type { AppDeps, Context } from '../../routers/context.ts';
-import type { Caller } from '../../routers/auth/caller.ts';
-import { toClientError } from '../../adapters/rest/errors.ts';
+import type { Caller } from '../../routers/auth/principal.ts';
+import { toClientError } from '../../adapters/inbound/client-error.ts';
 
 // The auth rules of the spec's column (E, A, I, S or K) on a tiny router, called the way every adapter calls them.
 const rules = router({
@@ -22,7 +22,16 @@ const owner = (plan: 'free' | 'enterprise', role: 'owner' | 'admin' = 'owner'): 
   owner: { id: `${plan}-${role}`, email: 'x@example.com', name: null, plan, role },
 });
 function caller(who: Caller, authorization?: string) {
-  const ctx: Context = { deps, requestId: 'r', clientIp: '127.0.0.1', authorization, responseHeaders: {}, response: {}, acceptsEventStream: false, getCaller: async () => who };
+  const ctx: Context = {
+    deps,
+    requestId: 'r',
+    clientIp: '127.0.0.1',
+    authorization,
+    responseHeaders: {},
+    response: {},
+    acceptsEventStream: false,
+    getCaller: async () => who,
+  };
   return rules.createCaller(ctx);
 }
 async function codeOf(promise: Promise<unknown>) {
@@ -61,7 +70,16 @@ describe('auth rules', () => {
 
   it('I without CRON_SECRET configured refuses everything', async () => {
     const bare = { ...deps, config: loadConfig({}) } as AppDeps;
-    const ctx: Context = { deps: bare, requestId: 'r', clientIp: '1', authorization: 'Bearer ', responseHeaders: {}, response: {}, acceptsEventStream: false, getCaller: async () => anonymous };
+    const ctx: Context = {
+      deps: bare,
+      requestId: 'r',
+      clientIp: '1',
+      authorization: 'Bearer ',
+      responseHeaders: {},
+      response: {},
+      acceptsEventStream: false,
+      getCaller: async () => anonymous,
+    };
     expect(await codeOf(rules.createCaller(ctx).cron())).toBe('UNAUTHORIZED');
   });
 

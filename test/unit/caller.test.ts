@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { generateApiKey, parseApiKey } from '../../routers/api-keys/key-format.ts';
 import { resolveCaller } from '../../routers/auth/caller.ts';
 import type { AppDeps } from '../../routers/context.ts';
-import { loadConfig } from '../../server/config.ts';
+import { loadConfig } from '../../schema/config.ts';
 import { createApiKeyCache } from '../../routers/api-keys/key-cache.ts';
 
 /** An object that records and refuses any use: a lookup through it fails the call. */

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../server/config.ts';
+import { ConfigError, loadConfig } from '../../schema/config.ts';
 
 function configErrorOf(env: Record<string, string | undefined>): ConfigError {
   try {
@@ -113,9 +113,9 @@ describe('loadConfig', () => {
 
   it('lists every bad variable at once', () => {
     const message = configErrorOf({ PORT: 'abc', LOG_LEVEL: 'loud', REDIS_URL: 'http://x' }).message;
-    expect(message).toMatch(/^  PORT: /m);
-    expect(message).toMatch(/^  LOG_LEVEL: /m);
-    expect(message).toMatch(/^  REDIS_URL: /m);
+    expect(message).toMatch(/^ {2}PORT: /m);
+    expect(message).toMatch(/^ {2}LOG_LEVEL: /m);
+    expect(message).toMatch(/^ {2}REDIS_URL: /m);
     expect(message.split('\n')).toHaveLength(4);
   });
 

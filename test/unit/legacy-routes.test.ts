@@ -2,10 +2,10 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRestHandler } from '../../adapters/rest/handler.ts';
+import { createRestHandler } from '../../adapters/inbound/rest/handler.ts';
 import { publicProcedure, router } from '../../routers/trpc.ts';
-import { loadConfig } from '../../server/config.ts';
-import { createMemoryRateLimiter } from '../../server/rate-limit/memory.ts';
+import { loadConfig } from '../../schema/config.ts';
+import { createMemoryRateLimiter } from '../../adapters/outbound/rate-limit/memory.ts';
 import type { AppDeps, Context } from '../../routers/context.ts';
 
 // The versioning mechanism on a tiny router: a legacy path answers with the older flat shape.
@@ -28,7 +28,16 @@ beforeAll(async () => {
     documents: {},
   });
   server = createServer((req, res) => {
-    const ctx: Context = { deps, requestId: 'r', clientIp: '127.0.0.1', authorization: undefined, responseHeaders: {}, response: {}, acceptsEventStream: false, getCaller: async () => ({ kind: 'anonymous', reason: 'missing' }) };
+    const ctx: Context = {
+      deps,
+      requestId: 'r',
+      clientIp: '127.0.0.1',
+      authorization: undefined,
+      responseHeaders: {},
+      response: {},
+      acceptsEventStream: false,
+      getCaller: async () => ({ kind: 'anonymous', reason: 'missing' }),
+    };
     void handle(req, res, ctx, new URL(req.url!, 'http://x'));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -42,7 +51,9 @@ const get = (path: string) =>
       let text = '';
       res.on('data', (c) => (text += c));
       res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
-    }).on('error', reject).end();
+    })
+      .on('error', reject)
+      .end();
   });
 
 describe('legacy unversioned paths', () => {

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createLogger, type LogLevel } from '../../server/logger.ts';
+import { createLogger, type LogLevel } from '../../adapters/outbound/logger.ts';
 
 function capture(level: LogLevel) {
   const lines: { line: string; level: LogLevel }[] = [];

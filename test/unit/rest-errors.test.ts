@@ -1,12 +1,12 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { describeIssues, toClientError } from '../../adapters/rest/errors.ts';
-import { HTTP_STATUS } from '../../adapters/rest/status.ts';
+import { describeIssues, toClientError } from '../../adapters/inbound/client-error.ts';
+import { HTTP_STATUS } from '../../adapters/inbound/http-status.ts';
 import type { AppDeps, Context } from '../../routers/context.ts';
 import { createCallerFactory, publicProcedure, router, TRPCError } from '../../routers/trpc.ts';
 import { AppError, ERROR_CODES } from '../../schema/errors.ts';
-import { loadConfig } from '../../server/config.ts';
-import { createMemoryRateLimiter } from '../../server/rate-limit/memory.ts';
+import { loadConfig } from '../../schema/config.ts';
+import { createMemoryRateLimiter } from '../../adapters/outbound/rate-limit/memory.ts';
 
 const GENERIC = { code: 'INTERNAL_ERROR', message: 'Internal server error', details: 'The error was logged; quote the request id when reporting it' };
 
@@ -135,7 +135,7 @@ describe('toClientError', () => {
 
 describe('HTTP_STATUS', () => {
   it('covers exactly the codes of ERROR_CODES with an allowed status', () => {
-    const allowed = new Set([400, 401, 403, 404, 405, 409, 413, 415, 429, 500, 502, 503, 504]);
+    const allowed = new Set([400, 401, 403, 404, 405, 408, 409, 413, 415, 429, 431, 500, 502, 503, 504]);
     expect(Object.keys(HTTP_STATUS).sort()).toEqual([...ERROR_CODES].sort());
     for (const code of ERROR_CODES) {
       expect(allowed.has(HTTP_STATUS[code]), `${code} -> ${HTTP_STATUS[code]}`).toBe(true);
@@ -152,9 +152,11 @@ describe('HTTP_STATUS', () => {
       HTTPS_REQUIRED: 403,
       NOT_FOUND: 404,
       METHOD_NOT_ALLOWED: 405,
+      REQUEST_TIMEOUT: 408,
       CONFLICT: 409,
       PAYLOAD_TOO_LARGE: 413,
       UNSUPPORTED_MEDIA_TYPE: 415,
+      HEADERS_TOO_LARGE: 431,
       RATE_LIMITED: 429,
       UPSTREAM_CONNECTION_FAILED: 502,
       UPSTREAM_INVALID_RESPONSE: 502,

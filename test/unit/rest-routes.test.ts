@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { buildRouteTable, type RouteTable } from '../../adapters/rest/routes.ts';
+import { buildRouteTable, type RouteTable } from '../../adapters/inbound/rest/routes.ts';
 import { appRouter } from '../../routers/app-router.ts';
 import { publicProcedure, router } from '../../routers/trpc.ts';
 

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createSecretBox, loadEncryptionKey } from '../../server/secrets.ts';
+import { createSecretBox, loadEncryptionKey } from '../../adapters/outbound/secrets.ts';
 
 const B64URL = /^[A-Za-z0-9_-]*$/;
 

@@ -1,0 +1,98 @@
+import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
+import { createGraphQLError, createYoga, type Plugin } from 'graphql-yoga';
+import type { GraphQLError, ValidationContext } from 'graphql';
+import type { AnyRouter } from '@trpc/server';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Context } from '../../../routers/context.ts';
+import { HTTP_STATUS } from '../http-status.ts';
+import { buildGraphqlSchema } from './schema.ts';
+import { GRAPHIQL_SECURITY_HEADERS, renderGraphiqlPage } from './graphiql.ts';
+
+/**
+ * Limits on the shape of a GraphQL document. The dashboard's own queries reach depth 3, use no aliases and
+ * fewer than 100 tokens; these leave room for hand-written queries while keeping every document small
+ * enough that parsing, validation and execution stay cheap and shallow (graphql-js parses recursively: the
+ * token limit, counted while parsing, stops a deeply nested document long before the stack could run out).
+ */
+export const GRAPHQL_LIMITS = {
+  maxTokens: 1000,
+  maxDepth: 6,
+  maxAliases: 15,
+  maxDirectives: 50,
+  maxCost: 5000,
+} as const;
+
+const LIMIT_DETAILS =
+  `Limits: ${GRAPHQL_LIMITS.maxTokens} tokens, depth ${GRAPHQL_LIMITS.maxDepth}, ` +
+  `${GRAPHQL_LIMITS.maxAliases} aliases, ${GRAPHQL_LIMITS.maxDirectives} directives, cost ${GRAPHQL_LIMITS.maxCost}`;
+
+/** A refused document is the client's mistake: 400 under every Accept type, including legacy application/json
+ *  (where Yoga answers 200 to errors it marks as coming from the GraphQL-over-HTTP spec). */
+const limitExtensions = () => ({ code: 'BAD_REQUEST', details: LIMIT_DETAILS, http: { status: HTTP_STATUS.BAD_REQUEST, spec: false } });
+
+function rejectOverLimit(ctx: ValidationContext | null, error: GraphQLError): void {
+  // Armor prefixes every refusal with "Syntax Error: ", which is wrong for depth, aliases and cost.
+  const refused = createGraphQLError(error.message.replace(/^Syntax Error: /, ''), { extensions: limitExtensions() });
+  // Validation rules can report and let validation finish; the token counter runs inside the parser, which
+  // has no context to report to, so it has to stop parsing by throwing.
+  if (ctx) ctx.reportError(refused);
+  else throw refused;
+}
+
+const onLimit = { onReject: [rejectOverLimit], propagateOnRejection: false };
+
+/** Yoga marks every parse failure as a spec error (200 under legacy application/json); a token-limit refusal
+ *  is a parse failure too, so its own status is restored once the result is final, just before the response. */
+const keepLimitStatus: Plugin = {
+  onResultProcess({ result }) {
+    for (const one of Array.isArray(result) ? result : [result]) {
+      for (const error of (one as { errors?: readonly GraphQLError[] }).errors ?? []) {
+        const http = error.extensions?.http as { spec?: boolean } | undefined;
+        if (error.extensions?.details === LIMIT_DETAILS && http) http.spec = false;
+      }
+    }
+  },
+};
+
+export function createGraphqlHandler(router: AnyRouter, maxBodyBytes: number) {
+  const yoga = createYoga<{ ctx: Context }, Context>({
+    schema: buildGraphqlSchema(router) as never,
+    graphqlEndpoint: '/graphql',
+    maxRequestBodySize: maxBodyBytes,
+    context: ({ ctx }) => ctx,
+    // Our resolvers already turn errors into safe GraphQLErrors; anything else is masked by Yoga.
+    maskedErrors: true,
+    landingPage: false,
+    // A GET that accepts text/html (a browser) gets the explorer; API clients never ask for HTML.
+    graphiql: true,
+    renderGraphiQL: renderGraphiqlPage,
+    logging: false,
+    plugins: [
+      EnvelopArmorPlugin({
+        maxTokens: { n: GRAPHQL_LIMITS.maxTokens, ...onLimit },
+        // Fragments do not add depth: the same selection written with or without them is equally deep.
+        maxDepth: { n: GRAPHQL_LIMITS.maxDepth, flattenFragments: true, ...onLimit },
+        // Aliasing __typename is counted too: thousands of aliases of anything are refused.
+        maxAliases: { n: GRAPHQL_LIMITS.maxAliases, allowList: [], ...onLimit },
+        maxDirectives: { n: GRAPHQL_LIMITS.maxDirectives, ...onLimit },
+        costLimit: { maxCost: GRAPHQL_LIMITS.maxCost, ...onLimit },
+      }),
+      keepLimitStatus,
+      {
+        onResponse({ response, serverContext }) {
+          const headers = (serverContext as { ctx?: Context } | undefined)?.ctx?.responseHeaders ?? {};
+          for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);
+          if (response.headers.get('content-type')?.startsWith('text/html')) {
+            for (const [name, value] of Object.entries(GRAPHIQL_SECURITY_HEADERS)) response.headers.set(name, value);
+            response.headers.set('Content-Type', 'text/html; charset=utf-8');
+          }
+        },
+      },
+    ],
+  });
+  return async (req: IncomingMessage, res: ServerResponse, ctx: Context) => {
+    // handle(req, res) runs the request and writes the response to `res`; handleNodeRequestAndResponse
+    // only returns a fetch Response and would leave the socket hanging.
+    await yoga.handle(req, res, { ctx });
+  };
+}

@@ -1,0 +1,68 @@
+import type { IncomingMessage } from 'node:http';
+import busboy from 'busboy';
+import { AppError } from '../../../schema/errors.ts';
+import type { UploadedFile } from '../../../schema/uploads.ts';
+
+/**
+ * Parses multipart/form-data with one file field. The size cap is enforced while the upload streams:
+ * the request is refused with 413 as soon as the file passes it, before the rest of the body is read.
+ */
+export function readMultipart(req: IncomingMessage, options: { fileField: string; maxBytes: number }): Promise<Record<string, unknown>> {
+  const type = req.headers['content-type'] ?? '';
+  if (!/^multipart\/form-data/i.test(type)) {
+    return Promise.reject(
+      new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported content type', `Send multipart/form-data with a "${options.fileField}" file part`),
+    );
+  }
+  const declared = Number(req.headers['content-length'] ?? NaN);
+  // The multipart framing adds a little; anything beyond cap + 64 KiB cannot hold a valid file.
+  if (declared > options.maxBytes + 64 * 1024) {
+    return Promise.reject(new AppError('PAYLOAD_TOO_LARGE', 'File too large', `${options.fileField}: at most ${options.maxBytes} bytes`));
+  }
+  return new Promise((resolve, reject) => {
+    const fields: Record<string, unknown> = {};
+    let file: UploadedFile | undefined;
+    let failed = false;
+    const fail = (error: AppError) => {
+      if (failed) return;
+      failed = true;
+      req.unpipe(parser);
+      req.resume();
+      reject(error);
+    };
+    let parser: busboy.Busboy;
+    try {
+      parser = busboy({ headers: req.headers, limits: { fileSize: options.maxBytes, files: 1, fields: 20, fieldSize: 64 * 1024, parts: 25 } });
+    } catch {
+      reject(new AppError('BAD_REQUEST', 'Malformed multipart body', 'missing boundary'));
+      return;
+    }
+    parser.on('field', (name, value) => {
+      fields[name] = value;
+    });
+    parser.on('file', (name, stream, info) => {
+      if (name !== options.fileField) {
+        stream.on('error', () => {});
+        stream.resume();
+        return;
+      }
+      const chunks: Buffer[] = [];
+      // A body cut off inside the file part errors this stream as well as the parser; unhandled, it ends the process.
+      stream.on('error', () => fail(new AppError('BAD_REQUEST', 'Malformed multipart body', 'The body ended before the file part was complete')));
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('limit', () => fail(new AppError('PAYLOAD_TOO_LARGE', 'File too large', `${options.fileField}: at most ${options.maxBytes} bytes`)));
+      stream.on('end', () => {
+        if (!failed) file = { fileName: info.filename ?? 'upload', mimeType: info.mimeType, bytes: Buffer.concat(chunks) };
+      });
+    });
+    parser.on('filesLimit', () => fail(new AppError('BAD_REQUEST', 'Only one file per request')));
+    parser.on('error', () => fail(new AppError('BAD_REQUEST', 'Malformed multipart body', 'The body is not complete multipart/form-data')));
+    req.on('error', () => fail(new AppError('BAD_REQUEST', 'Incomplete request body', 'The connection closed before the body was complete')));
+    parser.on('close', () => {
+      if (failed) return;
+      if (!file) return fail(new AppError('VALIDATION_FAILED', 'Invalid request parameters', `${options.fileField}: a file is required`));
+      resolve({ ...fields, [options.fileField]: file });
+    });
+    req.pipe(parser);
+  });
+}

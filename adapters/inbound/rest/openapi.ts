@@ -1,0 +1,257 @@
+import type { AnyRouter } from '@trpc/server';
+import { generateOpenApiDocument } from 'trpc-to-openapi';
+import type { AuthRule } from '../../../routers/trpc.ts';
+import { z } from 'zod';
+import { ERROR_CODES } from '../../../schema/errors.ts';
+import { WEBHOOK_EVENTS } from '../../../schema/webhooks.ts';
+import { buildRouteTable, type RestRoute } from './routes.ts';
+
+const AUTH_LABEL: Record<AuthRule, { code: string; text: string }> = {
+  public: { code: 'P', text: 'Public: no authentication' },
+  session: { code: 'S', text: 'Owner session token (Authorization: Bearer <token>)' },
+  apiKey: { code: 'K', text: 'API key (Authorization: Bearer svc_...)' },
+  sessionOrApiKey: { code: 'S or K', text: 'Owner session token or API key' },
+  visitor: { code: 'V', text: 'Visitor token from POST /api/v1/chat/{slug}/visitor-sessions (Authorization: Bearer vis_...)' },
+  enterprise: { code: 'E', text: 'Session token of an enterprise account' },
+  admin: { code: 'A', text: 'Session token of an admin' },
+  cron: { code: 'I', text: 'Internal cron secret (Authorization: Bearer <CRON_SECRET>)' },
+  billingSignature: { code: 'W', text: "The billing provider's signature (Stripe-Signature) over the raw body; no bearer token" },
+};
+
+const rateLimitHeaders = {
+  'X-RateLimit-Limit': { description: 'Requests allowed in the window', schema: { type: 'integer' } },
+  'X-RateLimit-Remaining': { description: 'Requests left in the window', schema: { type: 'integer' } },
+  'X-RateLimit-Reset': { description: 'When a request is allowed again (Unix seconds)', schema: { type: 'integer' } },
+  'X-Request-Id': { description: 'Request id (also in logs)', schema: { type: 'string' } },
+};
+
+const errorRef = (description: string) => ({
+  description,
+  headers: rateLimitHeaders,
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } },
+});
+
+/**
+ * trpc-to-openapi describes each procedure's raw input/output; this rewrites the responses into what the
+ * REST adapter really sends: the v1 envelope (or the flat shape), 201 for creates, and our error envelope
+ * with the closed list of codes.
+ */
+export function buildOpenApiDocument(router: AnyRouter, info: { title: string; version: string; description: string }) {
+  const doc = generateOpenApiDocument(router as never, { title: info.title, version: info.version, description: info.description, baseUrl: '/' }) as any;
+  const table = buildRouteTable(router);
+  doc.servers = [{ url: '/', description: 'This server' }];
+  doc.components ??= {};
+  doc.components.securitySchemes = {
+    bearerAuth: {
+      type: 'http',
+      scheme: 'bearer',
+      description: 'Owner session token, API key (svc_...), visitor token (vis_...) or cron secret, as each operation says',
+    },
+  };
+  const schemas = (doc.components.schemas ??= {});
+  for (const name of Object.keys(schemas)) if (name.startsWith('error.')) delete schemas[name];
+  schemas.ErrorEnvelope = {
+    type: 'object',
+    required: ['success', 'error'],
+    properties: {
+      success: { const: false },
+      error: {
+        type: 'object',
+        required: ['message', 'code', 'details'],
+        properties: { message: { type: 'string' }, code: { type: 'string', enum: [...ERROR_CODES] }, details: { type: 'string' } },
+      },
+    },
+  };
+
+  for (const route of table.routes) {
+    const operation = doc.paths?.[route.path]?.[route.method.toLowerCase()];
+    if (!operation) continue;
+    const auth = AUTH_LABEL[route.meta.auth ?? 'public'];
+    operation['x-auth'] = auth.code;
+    operation.description = [operation.description, `Auth: ${auth.text}.`].filter(Boolean).join('\n\n');
+    operation.security = route.meta.auth === 'public' || route.meta.auth === 'billingSignature' ? [] : [{ bearerAuth: [] }];
+    operation.responses = responsesFor(route, operation.responses?.['200']?.content?.['application/json']?.schema ?? {}, schemas);
+  }
+  doc.webhooks = webhookEventsDocument(schemas);
+  return doc;
+}
+
+const FORBIDDEN_REASON: Partial<Record<AuthRule, string>> = {
+  session: 'an API key was sent where an owner session is needed',
+  apiKey: 'an owner session was sent where an API key is needed, or the key is for another chat interface',
+  sessionOrApiKey: 'a visitor token was sent',
+  visitor: 'another kind of credential was sent, or the visitor token is for another chat interface',
+  enterprise: 'an API key was sent, or the account is not on the enterprise plan',
+  admin: 'an API key was sent, or the owner is not an admin',
+};
+
+const SSE_FORMAT =
+  'Server-Sent Events: each event is a line `data: <json>` and a blank line. JSON events carry `type` (the operation description lists them): ' +
+  '`delta` events with `text`, then one `complete` event with the whole result; a failure after the stream started is sent as ' +
+  '`{"type":"error","error":{message,code,details}}`. The literal `data: [DONE]` ends the stream. ' +
+  'A failure before the first event is a normal JSON error envelope.';
+
+const isStreamPlaceholder = (schema: any) => schema?.type === 'string';
+
+/** The JSON answer of an SSE route: the output schema without the stream placeholder, or undefined when the route always streams. */
+function jsonPartOf(data: any): any {
+  if (isStreamPlaceholder(data)) return undefined;
+  if (Array.isArray(data?.anyOf)) {
+    const rest = data.anyOf.filter((branch: unknown) => !isStreamPlaceholder(branch));
+    return rest.length === 1 ? rest[0] : { ...data, anyOf: rest };
+  }
+  return data;
+}
+
+/** The flat shape is the output object's own fields with `success: true` beside them, so it must be an object schema. */
+function flatSchema(data: any, schemas: Record<string, any>, where: string) {
+  const ref = typeof data?.$ref === 'string' ? /^#\/components\/schemas\/(.+)$/.exec(data.$ref)?.[1] : undefined;
+  const object = ref ? schemas[ref] : data;
+  if (object?.type !== 'object' || typeof object.properties !== 'object') throw new Error(`${where}: a flat response needs an object output schema`);
+  return { ...object, properties: { success: { const: true }, ...object.properties }, required: ['success', ...(object.required ?? [])] };
+}
+
+/**
+ * Every status an operation can answer, derived from what its route declares: its auth rule (401/403), whether it
+ * reads a JSON or multipart body (413/415, and 400 for a malformed one), path parameters (404), plus the statuses a
+ * procedure declares itself in `meta.openapi.errorResponses` (409, upstream 5xx, ...). Every operation can answer
+ * 400 (any input, even a query string, is checked for storable text), 429 and 500.
+ */
+function responsesFor(route: RestRoute, data: any, schemas: Record<string, any>) {
+  const { meta } = route;
+  const where = `${route.method} ${route.path}`;
+  const responses: Record<string, unknown> = {};
+  const status = String(meta.successStatus ?? 200);
+  const success = (description: string) => {
+    if (meta.rawResponse) {
+      const type = meta.openapi?.contentTypes?.[0] ?? 'application/octet-stream';
+      return { description, content: { [type]: { schema: { type: 'string', format: 'binary' } } } };
+    }
+    const content: Record<string, unknown> = {};
+    const json = meta.sse ? jsonPartOf(data) : data;
+    if (json !== undefined) {
+      const schema = meta.flat
+        ? flatSchema(json, schemas, where)
+        : {
+            type: 'object',
+            required: ['success', 'data', 'version'],
+            properties: { success: { const: true }, data: json, version: { const: 'v1' } },
+            additionalProperties: false,
+          };
+      content['application/json'] = { schema };
+    }
+    if (meta.sse) content['text/event-stream'] = { schema: { type: 'string', description: SSE_FORMAT } };
+    return { description, headers: rateLimitHeaders, content };
+  };
+  const streams = meta.sse
+    ? jsonPartOf(data) === undefined
+      ? ' (always Server-Sent Events)'
+      : ' (JSON, or Server-Sent Events with `Accept: text/event-stream`)'
+    : '';
+  responses[status] = success(`${meta.rawResponse ? 'The file' : status === '201' ? 'Created' : 'Successful response'}${streams}`);
+  if (meta.otherSuccess) responses[String(meta.otherSuccess.status)] = success(meta.otherSuccess.description);
+
+  const readsJson = route.method !== 'GET' && !meta.multipart;
+  responses['400'] = errorRef(
+    meta.multipart
+      ? 'Invalid request parameters (details name the field) or a malformed multipart body'
+      : readsJson
+        ? 'Invalid request parameters (details name the field) or malformed JSON'
+        : 'Invalid request parameters (details name the field)',
+  );
+  const auth = meta.auth ?? 'public';
+  if (auth !== 'public' && auth !== 'billingSignature') responses['401'] = errorRef('Authentication missing or invalid');
+  const forbidden = FORBIDDEN_REASON[auth];
+  if (forbidden) responses['403'] = errorRef(`Insufficient permissions: ${forbidden}`);
+  if (route.paramNames.length > 0) responses['404'] = errorRef('Not found (also for resources of other owners)');
+  if (meta.multipart) {
+    responses['413'] = errorRef(
+      meta.multipart.maxBytes === 'plan'
+        ? 'File above the plan limit (free 10 MB, premium 50 MB, enterprise 100 MB)'
+        : `File above ${meta.multipart.maxBytes} bytes`,
+    );
+    responses['415'] = errorRef('Not multipart/form-data, or a file of an unsupported kind');
+  } else if (readsJson) {
+    responses['413'] = errorRef('Request body above the JSON body limit (1 MiB by default)');
+    responses['415'] = errorRef('A body sent with a Content-Type other than application/json');
+  }
+  responses['429'] = {
+    ...errorRef('Rate limit exceeded'),
+    headers: { ...rateLimitHeaders, 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } },
+  };
+  responses['500'] = errorRef('Server error (no internals; quote X-Request-Id)');
+  const declared = meta.openapi?.errorResponses ?? {};
+  const entries: Array<[string, string]> = Array.isArray(declared)
+    ? declared.map((code) => [String(code), 'Error'])
+    : Object.entries(declared).map(([code, text]) => [code, String(text)]);
+  for (const [code, text] of entries) responses[code] = errorRef(text);
+  return Object.fromEntries(Object.entries(responses).sort(([a], [b]) => Number(a) - Number(b)));
+}
+
+const webhookHeaders = [
+  {
+    name: 'webhook-id',
+    in: 'header',
+    required: true,
+    description: 'The event id: the same on every retry and replay (deduplicate on it)',
+    schema: { type: 'string' },
+  },
+  {
+    name: 'webhook-timestamp',
+    in: 'header',
+    required: true,
+    description: 'Unix seconds when this attempt was signed; refuse ones older than 5 minutes',
+    schema: { type: 'integer' },
+  },
+  {
+    name: 'webhook-signature',
+    in: 'header',
+    required: true,
+    description:
+      'Space-separated `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>` ' +
+      'under the base64-decoded part of your `whsec_` secret (Standard Webhooks); two during a secret rotation',
+    schema: { type: 'string' },
+  },
+];
+
+/**
+ * The event catalogue as OpenAPI 3.1 `webhooks`: one entry per event type with its payload schema, so the
+ * document that describes the API also describes what it sends. Shared schemas become components.
+ */
+function webhookEventsDocument(components: Record<string, unknown>) {
+  const entries = Object.entries(WEBHOOK_EVENTS).map(([type, dataSchema]) => {
+    const json = z.toJSONSchema(dataSchema, { io: 'output', unrepresentable: 'any' }) as Record<string, any>;
+    const { $schema: _ignored, $defs, ...data } = json;
+    for (const [name, def] of Object.entries(($defs ?? {}) as Record<string, unknown>)) components[name] ??= def;
+    const body = JSON.parse(JSON.stringify(data).replaceAll('"#/$defs/', '"#/components/schemas/'));
+    return [
+      type,
+      {
+        post: {
+          summary: `${type} event`,
+          description:
+            'Sent to every enabled endpoint subscribed to this type or `*`. Answer 2xx within 15 s; ' +
+            'anything else is retried (8 attempts over about 27 h), and 410 disables the endpoint.',
+          parameters: webhookHeaders,
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  required: ['id', 'type', 'timestamp', 'data'],
+                  properties: { id: { type: 'string', format: 'uuid' }, type: { const: type }, timestamp: { type: 'string', format: 'date-time' }, data: body },
+                },
+              },
+            },
+          },
+          responses: {
+            '200': { description: 'Any 2xx acknowledges the delivery' },
+            '410': { description: 'Gone: the endpoint is disabled and receives nothing more' },
+          },
+        },
+      },
+    ] as const;
+  });
+  return Object.fromEntries(entries);
+}

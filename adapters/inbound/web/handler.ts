@@ -1,0 +1,173 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { AppError } from '../../../schema/errors.ts';
+import type { AppDeps, Context } from '../../../routers/context.ts';
+import { hostedPageOf } from '../../../routers/visitors/access.ts';
+import { describeHost } from '../../../routers/domains/routes.ts';
+import { normalizeHostname } from '../../../routers/domains/hostname.ts';
+import { browserAsset, IMMUTABLE_CACHE_CONTROL, type BrowserAsset } from '../browser-assets.ts';
+import { sendError } from '../envelope.ts';
+
+/** The bundles the hosted page and the loader are made of (built in memory by build.ts). */
+export interface WebBundles {
+  chatJs: Buffer;
+  chatCss: Buffer;
+  loaderJs: Buffer;
+}
+
+export const WEB_ASSETS_PATH = '/widget/assets/';
+const SLUG = /^[a-z0-9](?:[a-z0-9-]{1,62}[a-z0-9])$/;
+/** The loader's URL never changes (owners paste it once), so browsers revalidate it every few minutes. */
+const LOADER_CACHE_CONTROL = 'public, max-age=300';
+
+interface WebAssets {
+  chatJs: BrowserAsset;
+  chatCss: BrowserAsset;
+  loaderJs: BrowserAsset;
+  byName: ReadonlyMap<string, BrowserAsset>;
+}
+
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/**
+ * The page's policy: its own scripts and styles only (no inline code), requests only to this origin, and
+ * framing only by the sites the owner listed, which is the one check that works inside an iframe: the
+ * browser refuses to render the page in any other parent.
+ */
+export function hostedPageHeaders(allowedOrigins: readonly string[]): Record<string, string> {
+  const ancestors = allowedOrigins.length > 0 ? allowedOrigins.join(' ') : "'none'";
+  return {
+    'Content-Security-Policy':
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; " +
+      `base-uri 'none'; form-action 'none'; frame-ancestors ${ancestors}`,
+    'Referrer-Policy': 'no-referrer',
+    'Cross-Origin-Opener-Policy': 'same-origin',
+  };
+}
+
+function pageHtml(assets: WebAssets, page: { slug: string; name: string; allowedOrigins: readonly string[] } | undefined, embed: boolean) {
+  const root = page
+    ? `<div id="chat-root" data-slug="${escapeHtml(page.slug)}" data-embed="${embed ? '1' : '0'}" data-parent-origins="${escapeHtml(JSON.stringify(page.allowedOrigins))}"></div>`
+    : '<main><h1>This chat is not available</h1><p>The address may be wrong, or the chat is no longer public.</p></main>';
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex">
+<title>${escapeHtml(page?.name ?? 'Chat not available')}</title>
+<link rel="stylesheet" href="${WEB_ASSETS_PATH}${assets.chatCss.name}">
+</head>
+<body${embed ? ' class="embed"' : ''}>
+${root}
+${page ? `<script src="${WEB_ASSETS_PATH}${assets.chatJs.name}"></script>` : ''}
+</body>
+</html>
+`;
+}
+
+function send(req: IncomingMessage, res: ServerResponse, status: number, headers: Record<string, string>, body: Buffer | string, gzip?: () => Buffer) {
+  let payload = typeof body === 'string' ? Buffer.from(body) : body;
+  const out: Record<string, string> = { ...headers };
+  if (gzip) {
+    out.Vary = 'Accept-Encoding';
+    if (/\bgzip\b/i.test(String(req.headers['accept-encoding'] ?? ''))) {
+      payload = gzip();
+      out['Content-Encoding'] = 'gzip';
+    }
+  }
+  res.writeHead(status, { ...out, 'Content-Length': String(payload.length) });
+  res.end(req.method === 'HEAD' ? undefined : payload);
+}
+
+function sendAsset(req: IncomingMessage, res: ServerResponse, asset: BrowserAsset, cacheControl: string) {
+  const headers = { 'Content-Type': asset.contentType, 'Cache-Control': cacheControl, ETag: asset.etag };
+  const tags = String(req.headers['if-none-match'] ?? '').split(/\s*,\s*/);
+  if (tags.includes(asset.etag)) {
+    res.writeHead(304, headers);
+    res.end();
+    return;
+  }
+  send(req, res, 200, headers, asset.body, asset.gzip);
+}
+
+/**
+ * Visitors' side of the listener: the hosted chat page `/c/{slug}` (`?embed=1` inside the widget's iframe), the
+ * loader `/widget.js` that owners paste into their sites, and the page's bundles under content-hashed names.
+ * The page never depends on its own URL (assets and API calls are root-relative), so a custom domain can
+ * serve it at `/`.
+ */
+export function createWebHandler(deps: Pick<AppDeps, 'database' | 'logger' | 'config' | 'domainRoutes'>, bundles: () => Promise<WebBundles>) {
+  const serviceHosts = new Set(deps.config.PUBLIC_ORIGINS.map((o) => new URL(o).hostname));
+  let assets: Promise<WebAssets> | undefined;
+  const loadAssets = () =>
+    (assets ??= bundles().then(
+      (built) => {
+        const chatJs = browserAsset('chat', 'js', 'text/javascript; charset=utf-8', built.chatJs);
+        const chatCss = browserAsset('chat', 'css', 'text/css; charset=utf-8', built.chatCss);
+        const loaderJs = browserAsset('widget', 'js', 'text/javascript; charset=utf-8', built.loaderJs);
+        return { chatJs, chatCss, loaderJs, byName: new Map([chatJs, chatCss].map((a) => [a.name, a])) };
+      },
+      (error: unknown) => {
+        // A failed build is retried on the next request rather than remembered.
+        assets = undefined;
+        throw error;
+      },
+    ));
+
+  return {
+    /** Builds the bundles ahead of the first visitor (a failure is logged; requests retry it). */
+    warmUp: () =>
+      loadAssets().then(
+        () => undefined,
+        (error: unknown) => deps.logger.error('web bundles failed to build', { error: String(error) }),
+      ),
+    matches: (path: string) => path === '/' || path.startsWith('/c/') || path === '/widget.js' || path.startsWith(WEB_ASSETS_PATH),
+    async handle(req: IncomingMessage, res: ServerResponse, _ctx: Context, url: URL): Promise<void> {
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        return sendError(res, new AppError('METHOD_NOT_ALLOWED', 'Method not allowed', `${url.pathname} accepts GET, HEAD`), { Allow: 'GET, HEAD' });
+      }
+      const path = url.pathname;
+      if (path === '/') return serveRoot(req, res);
+      const built = await loadAssets();
+      if (path === '/widget.js') return sendAsset(req, res, built.loaderJs, LOADER_CACHE_CONTROL);
+      if (path.startsWith(WEB_ASSETS_PATH)) {
+        const asset = built.byName.get(path.slice(WEB_ASSETS_PATH.length));
+        if (!asset) return sendError(res, new AppError('NOT_FOUND', 'Route not found', `${path} is not an asset`));
+        return sendAsset(req, res, asset, IMMUTABLE_CACHE_CONTROL);
+      }
+      const slug = path.slice('/c/'.length).replace(/\/$/, '');
+      const page = SLUG.test(slug) ? await hostedPageOf(deps, slug) : undefined;
+      const html = pageHtml(built, page, url.searchParams.get('embed') === '1');
+      const headers = { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-cache', ...hostedPageHeaders(page?.allowedOrigins ?? []) };
+      send(req, res, page ? 200 : 404, headers, html);
+    },
+  };
+
+  /**
+   * `/` of a custom domain is its interface's hosted page. A known domain that is not serving, or (when
+   * PUBLIC_ORIGINS names the service's hosts) a host nobody registered, gets a plain error page: never another
+   * owner's page. The service's own hosts go to the API reference.
+   */
+  async function serveRoot(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const { hostname, problem } = normalizeHostname(String(req.headers.host ?? '').replace(/:\d+$/, ''));
+    const custom = !problem && !serviceHosts.has(hostname) ? await describeHost(deps, hostname) : { kind: 'service' as const };
+    if (custom.kind === 'serving') {
+      const { slug, name, allowedOrigins } = custom.route.chatInterface;
+      const headers = { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-cache', ...hostedPageHeaders(allowedOrigins) };
+      return send(req, res, 200, headers, pageHtml(await loadAssets(), { slug, name, allowedOrigins }, false));
+    }
+    if (custom.kind === 'not_serving' || (custom.kind === 'unknown' && serviceHosts.size > 0)) {
+      const text = custom.kind === 'not_serving' ? 'This domain is not active.' : 'This hostname is not served here.';
+      const headers = { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-cache', ...hostedPageHeaders([]) };
+      return send(
+        req,
+        res,
+        custom.kind === 'not_serving' ? 404 : 421,
+        headers,
+        `<!doctype html><html lang="en"><meta charset="utf-8"><title>Not available</title><p>${text}</p></html>`,
+      );
+    }
+    res.writeHead(302, { Location: '/api/v1/docs' });
+    res.end();
+  }
+}

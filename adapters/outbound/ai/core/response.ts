@@ -1,0 +1,139 @@
+/**
+ * Reading what an AI upstream (connector endpoint, language model, embedding provider) sent back: bodies,
+ * JSON paths, token usage, and the short excerpt of an error that may be logged or shown to an owner.
+ */
+import type { Readable } from 'node:stream';
+
+export interface AiUsage {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+}
+
+const EXCERPT_MAX_CHARS = 200;
+
+/** Reads a stream as UTF-8 text, stopping once `maxBytes` have arrived. */
+export async function readCapped(body: Readable, maxBytes: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size >= maxBytes) break;
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The parsed JSON, or undefined when the text is not JSON. */
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function readPath(value: unknown, path: ReadonlyArray<string | number>): unknown {
+  let current = value;
+  for (const key of path) {
+    if (typeof key === 'number') {
+      if (!Array.isArray(current)) return undefined;
+      current = current[key];
+    } else {
+      if (!isRecord(current)) return undefined;
+      current = current[key];
+    }
+  }
+  return current;
+}
+
+export function isCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0;
+}
+
+/** Usage from the provider's counts; null unless both prompt and completion are counts. */
+export function usageOf(prompt: unknown, completion: unknown, total: unknown): AiUsage | null {
+  if (!isCount(prompt) || !isCount(completion)) return null;
+  return { promptTokens: prompt, completionTokens: completion, totalTokens: isCount(total) ? total : prompt + completion };
+}
+
+/** OpenAI's `usage: {prompt_tokens, completion_tokens, total_tokens}`. */
+export function readOpenAiUsage(parsed: unknown): AiUsage | null {
+  const usage = readPath(parsed, ['usage']);
+  if (!isRecord(usage)) return null;
+  return usageOf(usage['prompt_tokens'], usage['completion_tokens'], usage['total_tokens']);
+}
+
+/**
+ * The error an upstream reported inside a body it answered (`{error: "..."}`, `{error: {message}}`, a lone
+ * `{detail}`, Gemini's prompt blocking), as raw text; null when the body reports none.
+ */
+export function reportedErrorText(parsed: unknown): string | null {
+  if (!isRecord(parsed)) return null;
+  const error = parsed['error'];
+  if (typeof error === 'string' && error !== '') return error;
+  if (isRecord(error)) return typeof error['message'] === 'string' ? error['message'] : JSON.stringify(error);
+  if (typeof parsed['detail'] === 'string' && Object.keys(parsed).length === 1) return parsed['detail'];
+  const blockReason = readPath(parsed, ['promptFeedback', 'blockReason']);
+  if (typeof blockReason === 'string') return `the message was blocked (${blockReason})`;
+  return null;
+}
+
+/** Replaces the key (raw and URL-encoded) wherever an upstream echoed it. */
+export function redactKey(text: string, apiKey: string | undefined): string {
+  if (apiKey === undefined || apiKey.length < 4) return text;
+  let out = text.split(apiKey).join('[redacted]');
+  const encoded = encodeURIComponent(apiKey);
+  if (encoded !== apiKey) out = out.split(encoded).join('[redacted]');
+  return out;
+}
+
+/**
+ * The one excerpt of an upstream's answer: a JSON error's message when there is one, else the body; single
+ * line, tag-free, at most 200 characters, and without the API key (redacted before and after shortening, so
+ * a key cut in half by the limit cannot slip through either).
+ */
+export function upstreamExcerpt(bodyText: string, apiKey?: string): string {
+  const redacted = redactKey(bodyText, apiKey);
+  return redactKey(shorten(messageOf(redacted)), apiKey);
+}
+
+function messageOf(bodyText: string): string {
+  const parsed = parseJson(bodyText);
+  if (isRecord(parsed)) {
+    const error = parsed['error'];
+    if (typeof error === 'string') return error;
+    if (isRecord(error) && typeof error['message'] === 'string') return error['message'];
+    if (typeof parsed['message'] === 'string') return parsed['message'];
+    if (typeof parsed['detail'] === 'string') return parsed['detail'];
+  }
+  return bodyText;
+}
+
+function shorten(text: string): string {
+  const stripped = text
+    .slice(0, 20_000)
+    .replace(/<(script|style|head)\b[^>]*>[\s\S]*?<\/\1\s*>/gi, ' ')
+    .replace(/<!--[\s\S]*?-->/g, ' ')
+    .replace(/<\/?[a-zA-Z!][^>]*>/g, ' ')
+    .replace(/&nbsp;/gi, ' ')
+    .replace(/&lt;/gi, '<')
+    .replace(/&gt;/gi, '>')
+    .replace(/&quot;/gi, '"')
+    .replace(/&#39;|&apos;/gi, "'")
+    .replace(/&amp;/gi, '&')
+    // Control characters and line separators would let an upstream forge log lines.
+    .replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+  const chars = Array.from(stripped);
+  if (chars.length <= EXCERPT_MAX_CHARS) return stripped;
+  return `${chars
+    .slice(0, EXCERPT_MAX_CHARS - 1)
+    .join('')
+    .trimEnd()}…`;
+}

@@ -1,0 +1,57 @@
+import Stripe from 'stripe';
+import type { GuardedHttpClient } from '../http/guarded-client.ts';
+
+export type { Stripe };
+
+/** Stripe's documented tolerance for a webhook's signed timestamp. */
+export const STRIPE_WEBHOOK_TOLERANCE_SECONDS = 300;
+
+/**
+ * The official SDK, with every request sent through the one SSRF-guarded client (a Stripe-compatible server on a
+ * private address must be in OUTBOUND_ALLOW_HOSTS, like any other upstream). Two network retries: the SDK sends an
+ * idempotency key with every retried POST, and our creates pass their own.
+ */
+export function createStripeClient(options: { secretKey: string; apiUrl?: string; http: GuardedHttpClient; timeoutMs: number }): Stripe {
+  const fetchThroughGuard = async (url: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
+    const headers: Record<string, string> = {};
+    new Headers(init.headers).forEach((value, name) => {
+      headers[name] = value;
+    });
+    const response = await options.http.request(String(url), {
+      method: init.method ?? 'GET',
+      headers,
+      body: typeof init.body === 'string' ? init.body : undefined,
+      signal: init.signal ?? undefined,
+      timeoutMs: options.timeoutMs,
+    });
+    const responseHeaders = new Headers();
+    for (const [name, value] of Object.entries(response.headers)) {
+      for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) responseHeaders.append(name, one);
+    }
+    return new Response(new Uint8Array(response.body), { status: response.status, headers: responseHeaders });
+  };
+  const target = options.apiUrl ? new URL(options.apiUrl) : undefined;
+  return new Stripe(options.secretKey, {
+    httpClient: Stripe.createFetchHttpClient(fetchThroughGuard),
+    maxNetworkRetries: 2,
+    timeout: options.timeoutMs,
+    telemetry: false,
+    ...(target && {
+      host: target.hostname,
+      port: target.port || (target.protocol === 'http:' ? 80 : 443),
+      protocol: target.protocol === 'http:' ? ('http' as const) : ('https' as const),
+    }),
+  });
+}
+
+/** Verifies `Stripe-Signature` over the raw body (HMAC-SHA256, 300 s tolerance) and parses the event; throws when it does not hold. */
+export function verifyStripeEvent(payload: string, signature: string, secret: string): Stripe.Event {
+  return Stripe.webhooks.constructEvent(payload, signature, secret, STRIPE_WEBHOOK_TOLERANCE_SECONDS);
+}
+
+/** A `Stripe-Signature` header for `payload`, as Stripe would sign it (used by the integration self-test). */
+export function signStripePayload(payload: string, secret: string): string {
+  return Stripe.webhooks.generateTestHeaderString({ payload, secret });
+}
+
+export const isStripeError = (error: unknown): error is Stripe.errors.StripeError => error instanceof Stripe.errors.StripeError;

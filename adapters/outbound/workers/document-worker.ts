@@ -1,0 +1,38 @@
+/**
+ * Worker-thread entry of the document pool (adapters/outbound/workers/document-pool.ts): parses documents and embeds
+ * their chunks with the local embedder, off the thread that answers requests.
+ */
+import type { Embedder } from '../embeddings/embedder.ts';
+import { createLocalEmbedder } from '../embeddings/local-embedder.ts';
+import { extractDocument, type DocumentKind, type ZipLimits } from '../parsers/extract.ts';
+import type { AnalyzerLanguage } from '../text/text-analysis.ts';
+import { serveTasks, type TaskResult } from './serve-tasks.ts';
+
+export type DocumentTask =
+  | { type: 'extract'; kind: DocumentKind; bytes: Uint8Array; zipLimits?: ZipLimits }
+  | { type: 'embed-local'; texts: string[]; dimensions: number; language: AnalyzerLanguage };
+
+const embedders = new Map<string, Embedder>();
+
+function localEmbedder(dimensions: number, language: AnalyzerLanguage): Embedder {
+  const key = `${dimensions}:${language}`;
+  let embedder = embedders.get(key);
+  if (!embedder) {
+    embedder = createLocalEmbedder({ dimensions, language });
+    embedders.set(key, embedder);
+  }
+  return embedder;
+}
+
+async function handle(task: DocumentTask): Promise<TaskResult> {
+  switch (task.type) {
+    case 'extract':
+      return { value: await extractDocument(task.kind, task.bytes, { zipLimits: task.zipLimits }) };
+    case 'embed-local': {
+      const result = await localEmbedder(task.dimensions, task.language).embed(task.texts);
+      return { value: result, transfer: result.vectors.map((v) => v.buffer as ArrayBuffer) };
+    }
+  }
+}
+
+serveTasks(handle);

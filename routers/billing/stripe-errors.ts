@@ -1,0 +1,24 @@
+import { isStripeError } from '../../adapters/outbound/billing/stripe-client.ts';
+import { OutboundError } from '../../adapters/outbound/http/guarded-client.ts';
+import { AppError } from '../../schema/errors.ts';
+
+/** Stripe answered 404 resource_missing: the object does not exist (or no longer does). */
+export const isResourceMissing = (error: unknown) => isStripeError(error) && (error.code === 'resource_missing' || error.statusCode === 404);
+
+/**
+ * A failed Stripe call as the client sees it. Stripe's own message is not passed on (it can name our account's
+ * objects and settings); the request id is logged by the caller's error report instead.
+ */
+export function stripeFailure(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  const cause = isStripeError(error) && error.type === 'StripeConnectionError' ? (error as { detail?: unknown }).detail : error;
+  if (cause instanceof OutboundError || (isStripeError(error) && error.type === 'StripeConnectionError')) {
+    return cause instanceof OutboundError && cause.kind === 'timeout'
+      ? new AppError('UPSTREAM_TIMEOUT', 'The payment provider did not answer in time')
+      : new AppError('UPSTREAM_CONNECTION_FAILED', 'The payment provider could not be reached');
+  }
+  return new AppError('UPSTREAM_ERROR', 'The payment provider refused the request', isStripeError(error) ? (error.code ?? error.type) : '');
+}
+
+export const billingNotConfigured = () =>
+  new AppError('SERVICE_UNAVAILABLE', 'Billing is not configured on this service', 'Set STRIPE_SECRET_KEY (and STRIPE_PRICES) to take payments');

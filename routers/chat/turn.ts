@@ -1,0 +1,121 @@
+import type { z } from 'zod';
+import { AppError } from '../../schema/errors.ts';
+import type { chatRequestSchema } from '../../schema/chat.ts';
+import { toStorable } from '../../schema/text-input.ts';
+import type { AppDeps, Context } from '../context.ts';
+import { findConfig } from '../knowledge-base/repository.ts';
+import type { KeyInterface } from '../auth/principal.ts';
+import * as repo from './repository.ts';
+import { runChatBackend, streamChatBackend, type ChatBackendInput, type ChatBackendReply } from './backend.ts';
+import { selectToolCalls } from './tools.ts';
+
+const sessionNotFound = () => new AppError('NOT_FOUND', 'Session not found');
+/** History carried to an external endpoint when no knowledge-base memory setting applies. */
+const DEFAULT_HISTORY = 10;
+
+export interface PreparedChat {
+  backend: ChatBackendInput;
+  session: { id: string; chatInterfaceId: string; ownerId: string; isNew: boolean; visitorId: string | null };
+  tools: ReturnType<typeof selectToolCalls>;
+}
+
+/** Who sends the turn: an API key (with the interface it came with) or a visitor of a public interface. */
+export type ChatSender =
+  | { kind: 'apiKey'; chatInterfaceId: string; chatInterface?: KeyInterface }
+  | { kind: 'visitor'; chatInterfaceId: string; visitorId: string };
+
+/**
+ * One chat turn, whoever sends it (an integrator's API key or a visitor of the hosted page): find the interface
+ * and the session, ask the backend, store the exchange, answer as JSON or as a stream of events.
+ */
+export async function prepareChat(
+  deps: Pick<AppDeps, 'database' | 'secrets'>,
+  key: ChatSender,
+  input: z.infer<typeof chatRequestSchema>,
+  requestId: string,
+  signal?: AbortSignal,
+): Promise<PreparedChat> {
+  const db = deps.database.db;
+  // The key's own interface came with the key; only a mismatched slug needs a lookup (to tell 403 from 404).
+  const known = key.kind === 'apiKey' && key.chatInterface?.slug === input.slug ? key.chatInterface : undefined;
+  const iface = known ?? (await repo.findInterfaceBySlug(db, input.slug));
+  // A visitor sees only public interfaces: a private one is as unknown as a missing one.
+  if (!iface || (key.kind === 'visitor' && !('public' in iface && iface.public))) throw new AppError('NOT_FOUND', 'Chat interface not found');
+  if (iface.id !== key.chatInterfaceId) {
+    throw new AppError(
+      'FORBIDDEN',
+      key.kind === 'apiKey' ? 'This API key belongs to another chat interface' : 'This visitor token belongs to another chat interface',
+    );
+  }
+  const visitorId = key.kind === 'visitor' ? key.visitorId : null;
+  let isNew = true;
+  let sessionId = repo.newSessionId();
+  if (input.sessionId) {
+    const existing = await repo.findSession(db, input.sessionId);
+    // A session belongs to one interface (and a visitor's to that visitor): any other id is as unknown as a made-up one.
+    if (!existing || existing.chat_interface_id !== iface.id || (visitorId !== null && existing.visitor_id !== visitorId)) throw sessionNotFound();
+    isNew = false;
+    sessionId = existing.id;
+  }
+  const kb = iface.config_id ? ((await findConfig(db, iface.owner_id, iface.config_id)) ?? null) : null;
+  const historyLimit = kb ? (kb.memory_enabled ? kb.memory_max_messages : 0) : DEFAULT_HISTORY;
+  const history = isNew
+    ? []
+    : (await repo.recentMessages(db, sessionId, historyLimit)).map((m) => ({
+        role: m.role === 'user' ? ('user' as const) : ('assistant' as const),
+        content: m.content,
+      }));
+  return {
+    backend: {
+      endpoint: iface.endpoint_url ? { url: iface.endpoint_url, type: iface.endpoint_type as never, apiKeyEnc: iface.endpoint_api_key_enc } : null,
+      kb,
+      message: input.message,
+      sessionId,
+      history,
+      signal,
+      requestId,
+    },
+    session: { id: sessionId, chatInterfaceId: iface.id, ownerId: iface.owner_id, isNew, visitorId },
+    tools: selectToolCalls(input.message, kb?.tools ?? []),
+  };
+}
+
+async function record(deps: Pick<AppDeps, 'database' | 'webhookJobs'>, prepared: PreparedChat, reply: { text: string; sources: unknown[]; usage: unknown }) {
+  const { webhooksQueued } = await repo.recordExchange(deps.database.db, prepared.session, {
+    message: prepared.backend.message,
+    reply: reply.text,
+    sources: reply.sources,
+    usage: reply.usage,
+    toolCalls: prepared.tools.toolCalls,
+  });
+  if (webhooksQueued > 0) deps.webhookJobs.notify();
+}
+
+export async function* streamChat(ctx: Context, prepared: PreparedChat) {
+  for await (const event of streamChatBackend(ctx.deps, prepared.backend)) {
+    if (event.type === 'delta') {
+      yield { type: 'delta' as const, text: event.text };
+      continue;
+    }
+    yield { type: 'complete' as const, success: true, ...(await finish(ctx, prepared, event.reply)) };
+  }
+}
+
+export async function answerChat(ctx: Context, prepared: PreparedChat) {
+  return finish(ctx, prepared, await runChatBackend(ctx.deps, prepared.backend));
+}
+
+/** Stores the exchange and gives the response fields. */
+async function finish(ctx: Context, prepared: PreparedChat, upstreamReply: ChatBackendReply) {
+  // The reply is the upstream's text: whatever it holds, it must be storable (NUL dropped, lone surrogates replaced).
+  const reply = toStorable(upstreamReply);
+  await record(ctx.deps, prepared, reply);
+  return {
+    message: reply.text,
+    sources: reply.sources,
+    usage: reply.usage,
+    sessionId: prepared.session.id,
+    toolCalls: prepared.tools.toolCalls,
+    formConfig: prepared.tools.formConfig,
+  };
+}

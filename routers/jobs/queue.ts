@@ -1,0 +1,490 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Kysely, Transaction } from 'kysely';
+import type { DB } from '../../db/types.ts';
+import type { Logger } from '../../adapters/outbound/logger.ts';
+import * as repo from './repository.ts';
+
+/**
+ * A durable job queue on the `jobs` table (db/migrations/0002_knowledge_base.ts); its SQL is in repository.ts.
+ *
+ * Jobs are claimed in one short UPDATE … WHERE id IN (SELECT … FOR UPDATE SKIP LOCKED) statement that sets a
+ * lease; the lease is renewed while the handler runs and a job whose lease expires (a crashed worker) becomes
+ * claimable again, its attempt counted. No transaction is ever held open while a handler runs (PGlite is one
+ * connection). All times that matter — run_at, lease_until — are computed by the database (now()), never by the
+ * process clock. A claim is identified by (locked_by, attempts): every later write for that claim (heartbeat,
+ * done, retry, dead, release) is conditional on both, so a worker that lost its lease can never overwrite the
+ * state written by the worker that took the job over.
+ */
+
+export interface Job<P = unknown> {
+  id: string;
+  kind: string;
+  payload: P;
+  attempts: number;
+  maxAttempts: number;
+}
+
+export interface JobContext {
+  signal: AbortSignal;
+  /** extends the lease now (also done automatically every leaseMs/3 while the handler runs) */
+  heartbeat(): Promise<void>;
+}
+
+export type JobHandler<P = any> = (job: Job<P>, ctx: JobContext) => Promise<void>;
+
+/** Thrown by a handler: no retry, the job goes straight to 'dead'. */
+export class PermanentJobError extends Error {
+  constructor(message?: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'PermanentJobError';
+  }
+}
+
+/**
+ * Thrown by a handler whose work is not due yet (a webhook retry schedule): the job goes back to the queue
+ * for `runAt` and the attempt is not counted against maxAttempts. The handler owns that schedule, so it
+ * gives an absolute time from its own clock.
+ */
+export class RescheduleJob extends Error {
+  constructor(
+    readonly runAt: Date,
+    message = 'rescheduled',
+  ) {
+    super(message);
+    this.name = 'RescheduleJob';
+  }
+}
+
+export interface EnqueueOptions {
+  runAt?: Date;
+  maxAttempts?: number;
+  dedupeKey?: string;
+}
+
+export interface JobQueue {
+  /**
+   * Inserts a job; pass a Kysely transaction as `db` to enqueue atomically with the change that caused it (outbox).
+   * With dedupeKey, a second enqueue while one with that key is queued/running is a no-op (returns the existing id).
+   */
+  enqueue(kind: string, payload: unknown, options?: EnqueueOptions, db?: Kysely<DB> | Transaction<DB>): Promise<string>;
+  /** Starts polling: claims up to `concurrency` jobs at a time with FOR UPDATE SKIP LOCKED, sets status running + lease_until + locked_by, runs handlers. */
+  start(handlers: Record<string, JobHandler>, options?: { concurrency?: number; pollIntervalMs?: number; leaseMs?: number; onlyHandledKinds?: boolean }): void;
+  /**
+   * Stops claiming, aborts running handlers' signals, waits for them (bounded by timeoutMs, default 10 s), releases
+   * unfinished jobs back to queued without counting an attempt.
+   */
+  stop(timeoutMs?: number): Promise<void>;
+  /** Runs until no job is ready (for tests/benchmarks): claims and runs jobs until the queue has nothing ready now. */
+  drain(handlers?: Record<string, JobHandler>, options?: { onlyHandledKinds?: boolean }): Promise<void>;
+  /** Wake the poller now (called after enqueue in the same process so work starts without waiting for the poll interval). */
+  notify(): void;
+  stats(): Promise<{ queued: number; running: number; dead: number; oldestQueuedAgeSeconds: number | null }>;
+  /**
+   * Removes the queued and running jobs whose payload field `field` is one of `values` (their subject was deleted);
+   * pass a transaction as `db` to do it with that deletion.
+   */
+  cancel(field: string, values: string[], db?: Kysely<DB> | Transaction<DB>): Promise<void>;
+}
+
+export interface JobQueueDeps {
+  db: Kysely<DB>;
+  logger: Logger;
+  /** Written to jobs.locked_by; must differ between instances. Default: host:pid:random. */
+  workerId?: string;
+  /** Process clock, used only to pace housekeeping (the done-row cleanup); leases and run_at use the database clock. */
+  now?: () => Date;
+  /** Delay before retry number `attempt + 1`, in ms, given the attempts made so far (≥ 1). */
+  backoff?: (attempt: number) => number;
+}
+
+const DEFAULT_CONCURRENCY = 4;
+const DEFAULT_POLL_INTERVAL_MS = 1_000;
+const DEFAULT_LEASE_MS = 60_000;
+const DEFAULT_STOP_TIMEOUT_MS = 10_000;
+const CLEANUP_EVERY_MS = 60_000;
+const MAX_ERROR_LENGTH = 4_000;
+
+/** 2^attempt seconds, capped at 10 minutes, ± 20 % jitter. */
+export function defaultBackoff(attempt: number): number {
+  const base = Math.min(2 ** Math.max(0, attempt) * 1_000, 10 * 60_000);
+  return Math.round(base * (0.8 + Math.random() * 0.4));
+}
+
+interface Run {
+  job: Job;
+  controller: AbortController;
+  timer: ReturnType<typeof setInterval> | undefined;
+  heartbeatInFlight: boolean;
+  /** stop() aborted the signal: a rejection then releases the job instead of counting a failure. */
+  stopAborted: boolean;
+  /** stop() gave up waiting and released the job; whatever the handler does later is ignored. */
+  released: boolean;
+  /** A heartbeat found the job no longer ours (lease expired and taken over). */
+  leaseLost: boolean;
+  /** Settles when the handler and the bookkeeping after it are finished. */
+  done: Promise<void>;
+}
+
+interface StartOptions {
+  concurrency: number;
+  pollIntervalMs: number;
+  leaseMs: number;
+  /** Claim only these kinds (the handlers' own): several queues with their own concurrency share one table. */
+  kinds?: string[];
+}
+
+function errorText(error: unknown): string {
+  let text: string;
+  if (error instanceof Error) text = error.message || error.name;
+  else if (typeof error === 'string') text = error;
+  else {
+    try {
+      text = JSON.stringify(error) ?? String(error);
+    } catch {
+      text = String(error);
+    }
+  }
+  return text.length > MAX_ERROR_LENGTH ? text.slice(0, MAX_ERROR_LENGTH) + '…' : text;
+}
+
+export function createJobQueue(deps: JobQueueDeps): JobQueue {
+  const { db, logger } = deps;
+  const workerId = deps.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const clock = deps.now ?? (() => new Date());
+  const backoff = deps.backoff ?? defaultBackoff;
+
+  let handlers: Record<string, JobHandler> = {};
+  let options: StartOptions = { concurrency: DEFAULT_CONCURRENCY, pollIntervalMs: DEFAULT_POLL_INTERVAL_MS, leaseMs: DEFAULT_LEASE_MS };
+  let loopPromise: Promise<void> | undefined;
+  let stopping = false;
+  let pollerRuns = 0;
+  const active = new Set<Run>();
+  let lastCleanup = -Infinity;
+
+  // Wake-up for the poller: notify(), a finished job, or stop(). A wake with nobody waiting is remembered.
+  let waiter: (() => void) | undefined;
+  let pendingWake = false;
+  function wake() {
+    if (waiter) {
+      const w = waiter;
+      waiter = undefined;
+      w();
+    } else pendingWake = true;
+  }
+  function waitForWake(ms: number): Promise<void> {
+    if (pendingWake) {
+      pendingWake = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        waiter = undefined;
+        resolve();
+      }, ms);
+      waiter = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  const claim = (limit: number, leaseMs: number, kinds?: string[]) => repo.claimJobs(db, workerId, limit, leaseMs, kinds);
+  const claimOf = (job: Job): repo.Claim => ({ id: job.id, attempts: job.attempts, workerId });
+  const extendLease = (job: Job, leaseMs: number) => repo.extendLease(db, claimOf(job), leaseMs);
+  const markDone = (job: Job) => repo.markDone(db, claimOf(job));
+  const markDead = (job: Job, error: string) => repo.markDead(db, claimOf(job), error);
+  const markRetry = (job: Job, error: string, delayMs: number) => repo.markRetry(db, claimOf(job), error, delayMs);
+  const markRescheduled = (job: Job, note: string, runAt: Date) => repo.markRescheduled(db, claimOf(job), note, runAt);
+  /** Gives a claimed job back without counting the attempt (stop()). */
+  const release = (job: Job) => repo.releaseClaim(db, claimOf(job));
+
+  function maybeCleanup() {
+    const at = clock().getTime();
+    if (at - lastCleanup < CLEANUP_EVERY_MS) return;
+    lastCleanup = at;
+    repo
+      .deleteOldDoneJobs(db)
+      .then((n) => {
+        if (n > 0) logger.debug('deleted old done jobs', { count: n });
+      })
+      .catch((error: unknown) => logger.warn('job cleanup failed', { error: errorText(error) }));
+  }
+
+  // ---- running one claimed job -----------------------------------------------------------------------------
+
+  const toJob = (row: repo.ClaimedRow): Job => ({ id: row.id, kind: row.kind, payload: row.payload, attempts: row.attempts, maxAttempts: row.max_attempts });
+
+  function execute(row: repo.ClaimedRow, table: Record<string, JobHandler>, leaseMs: number): Run {
+    const job = toJob(row);
+    const run: Run = {
+      job,
+      controller: new AbortController(),
+      timer: undefined,
+      heartbeatInFlight: false,
+      stopAborted: false,
+      released: false,
+      leaseLost: false,
+      done: Promise.resolve(),
+    };
+    active.add(run);
+    if (stopping) run.stopAborted = true;
+    run.done = runJob(run, table, leaseMs).finally(() => {
+      if (run.timer) clearInterval(run.timer);
+      active.delete(run);
+    });
+    return run;
+  }
+
+  async function heartbeat(run: Run, leaseMs: number): Promise<boolean> {
+    if (run.released || run.leaseLost) return false;
+    const stillOurs = await extendLease(run.job, leaseMs);
+    if (!stillOurs && !run.released) {
+      run.leaseLost = true;
+      logger.warn('job lease lost; aborting handler', { jobId: run.job.id, kind: run.job.kind, attempt: run.job.attempts });
+      run.controller.abort(new Error('job lease lost'));
+    }
+    return stillOurs;
+  }
+
+  async function runJob(run: Run, table: Record<string, JobHandler>, leaseMs: number): Promise<void> {
+    const { job } = run;
+    const fields = { jobId: job.id, kind: job.kind, attempt: job.attempts, maxAttempts: job.maxAttempts };
+    try {
+      if (run.stopAborted) {
+        // Claimed while stop() was in progress: give it straight back.
+        await release(job);
+        return;
+      }
+      if (job.attempts > job.maxAttempts) {
+        // Only reachable through an expired lease on the final attempt: the worker died while running it.
+        const error = `lease expired during the final attempt (${job.maxAttempts}); the worker probably crashed`;
+        logger.warn('job dead', { ...fields, error });
+        await markDead(job, error);
+        return;
+      }
+      const handler = Object.hasOwn(table, job.kind) ? table[job.kind] : undefined;
+      if (typeof handler !== 'function') {
+        const error = `no handler for kind ${job.kind}`;
+        logger.warn('job dead', { ...fields, error });
+        await markDead(job, error);
+        return;
+      }
+
+      run.timer = setInterval(
+        () => {
+          if (run.heartbeatInFlight) return;
+          run.heartbeatInFlight = true;
+          heartbeat(run, leaseMs)
+            .catch((error: unknown) => logger.warn('job heartbeat failed', { ...fields, error: errorText(error) }))
+            .finally(() => (run.heartbeatInFlight = false));
+        },
+        Math.max(1, Math.floor(leaseMs / 3)),
+      );
+
+      const ctx: JobContext = {
+        signal: run.controller.signal,
+        heartbeat: async () => {
+          if (!(await heartbeat(run, leaseMs))) throw new Error(`job ${job.id} is no longer held by this worker`);
+        },
+      };
+
+      let failed = false;
+      let failure: unknown;
+      try {
+        // .then() turns a synchronous throw into a rejection.
+        await Promise.resolve().then(() => handler(job, ctx));
+      } catch (error) {
+        failed = true;
+        failure = error;
+      }
+      clearInterval(run.timer);
+      run.timer = undefined;
+
+      if (run.released) return; // stop() already gave the job back
+      if (run.leaseLost) {
+        logger.warn('job finished after its lease was lost; result discarded', { ...fields, failed });
+        return;
+      }
+      if (!failed) {
+        if (!(await markDone(job))) logger.warn('job finished but was no longer held by this worker', fields);
+        return;
+      }
+      if (failure instanceof RescheduleJob && !Number.isNaN(failure.runAt.getTime())) {
+        await markRescheduled(job, errorText(failure), failure.runAt);
+        return;
+      }
+      const error = errorText(failure);
+      const permanent = failure instanceof PermanentJobError;
+      if (run.stopAborted && !permanent) {
+        logger.info('job interrupted by stop; released', { ...fields, error });
+        await release(job);
+        return;
+      }
+      if (permanent || job.attempts >= job.maxAttempts) {
+        logger.warn('job failed; dead', { ...fields, error, permanent });
+        await markDead(job, error);
+        return;
+      }
+      let delay = 0;
+      try {
+        delay = backoff(job.attempts);
+      } catch (e) {
+        logger.warn('job backoff function threw', { ...fields, error: errorText(e) });
+      }
+      if (!Number.isFinite(delay) || delay < 0) delay = 0;
+      logger.warn('job failed; will retry', { ...fields, error, retryInMs: Math.round(delay) });
+      await markRetry(job, error, delay);
+    } catch (error) {
+      // A database error in the bookkeeping: the lease runs out and the job comes back by itself.
+      logger.error('job bookkeeping failed', { ...fields, error: errorText(error) });
+    }
+  }
+
+  // ---- poller ----------------------------------------------------------------------------------------------
+
+  async function loop(table: Record<string, JobHandler>, opts: StartOptions): Promise<void> {
+    while (!stopping) {
+      maybeCleanup();
+      const free = opts.concurrency - pollerRuns;
+      if (free > 0) {
+        let rows: repo.ClaimedRow[];
+        try {
+          rows = await claim(free, opts.leaseMs, opts.kinds);
+        } catch (error) {
+          logger.error('job claim failed', { error: errorText(error) });
+          await waitForWake(opts.pollIntervalMs);
+          continue;
+        }
+        for (const row of rows) {
+          pollerRuns++;
+          void execute(row, table, opts.leaseMs).done.finally(() => {
+            pollerRuns--;
+            wake();
+          });
+        }
+        if (rows.length === free) continue; // there may be more ready; the next pass waits if all slots are busy
+      }
+      await waitForWake(opts.pollIntervalMs);
+    }
+  }
+
+  // ---- public API ------------------------------------------------------------------------------------------
+
+  return {
+    async enqueue(kind, payload, enqueueOptions = {}, executor = db) {
+      const { runAt, maxAttempts, dedupeKey } = enqueueOptions;
+      if (maxAttempts !== undefined && !(Number.isInteger(maxAttempts) && maxAttempts >= 1)) {
+        throw new RangeError(`maxAttempts must be a positive integer, got ${maxAttempts}`);
+      }
+      if (runAt !== undefined && Number.isNaN(runAt.getTime())) throw new RangeError('runAt is an invalid Date');
+      const job: repo.NewJob = {
+        id: randomUUID(),
+        kind,
+        payload: JSON.stringify(payload === undefined ? null : payload),
+        runAt,
+        maxAttempts,
+        dedupeKey: dedupeKey ?? null,
+      };
+      if (dedupeKey === undefined) {
+        await repo.insertJob(executor, job);
+        return job.id;
+      }
+      for (let i = 0; i < 5; i++) {
+        const inserted = await repo.insertDedupedJob(executor, job);
+        if (inserted) return inserted;
+        const existing = await repo.findActiveJobId(executor, dedupeKey);
+        if (existing) return existing;
+        // The conflicting job finished between the two statements: try the insert again.
+      }
+      throw new Error(`could not enqueue job with dedupe key ${dedupeKey}: conflicting job kept changing`);
+    },
+
+    start(startHandlers, startOptions = {}) {
+      if (loopPromise) throw new Error('job queue already started');
+      const concurrency = startOptions.concurrency ?? DEFAULT_CONCURRENCY;
+      const pollIntervalMs = startOptions.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
+      const leaseMs = startOptions.leaseMs ?? DEFAULT_LEASE_MS;
+      if (!(Number.isInteger(concurrency) && concurrency >= 1)) throw new RangeError('concurrency must be a positive integer');
+      if (!(pollIntervalMs > 0)) throw new RangeError('pollIntervalMs must be positive');
+      if (!(leaseMs >= 3)) throw new RangeError('leaseMs must be at least 3');
+      handlers = { ...startHandlers };
+      options = { concurrency, pollIntervalMs, leaseMs, ...(startOptions.onlyHandledKinds ? { kinds: Object.keys(handlers) } : {}) };
+      stopping = false;
+      pendingWake = false;
+      const table = handlers;
+      const opts = options;
+      loopPromise = loop(table, opts).catch((error: unknown) => logger.error('job poller crashed', { error: errorText(error) }));
+      logger.info('job queue started', { workerId, ...opts, kinds: Object.keys(table) });
+    },
+
+    async stop(timeoutMs = DEFAULT_STOP_TIMEOUT_MS) {
+      stopping = true;
+      wake();
+      for (const run of active) {
+        run.stopAborted = true;
+        run.controller.abort(new Error('job queue stopping'));
+      }
+      if (loopPromise) await loopPromise; // a claim in flight finishes; what it claimed is released at once
+      loopPromise = undefined;
+      const pending = [...active];
+      for (const run of pending) {
+        run.stopAborted = true;
+        if (!run.controller.signal.aborted) run.controller.abort(new Error('job queue stopping'));
+      }
+      if (pending.length > 0) {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, timeoutMs))));
+        await Promise.race([Promise.allSettled(pending.map((r) => r.done)), timeout]);
+        clearTimeout(timer);
+      }
+      for (const run of [...active]) {
+        // The handler ignored the abort: give the job back now; its eventual outcome is ignored.
+        run.released = true;
+        if (run.timer) clearInterval(run.timer);
+        run.timer = undefined;
+        active.delete(run);
+        try {
+          if (await release(run.job)) logger.warn('job handler did not stop in time; job released', { jobId: run.job.id, kind: run.job.kind });
+        } catch (error) {
+          logger.error('job release failed; it returns when its lease expires', { jobId: run.job.id, error: errorText(error) });
+        }
+      }
+      pollerRuns = 0;
+      waiter = undefined;
+      pendingWake = false;
+      stopping = false;
+    },
+
+    async drain(drainHandlers, drainOptions = {}) {
+      const table = drainHandlers ?? handlers;
+      const { concurrency, leaseMs } = options;
+      const kinds = drainOptions.onlyHandledKinds ? Object.keys(table) : drainHandlers ? undefined : options.kinds;
+      for (;;) {
+        if (stopping) return;
+        const rows = await claim(concurrency, leaseMs, kinds);
+        if (rows.length === 0) return;
+        await Promise.all(rows.map((row) => execute(row, table, leaseMs).done));
+      }
+    },
+
+    notify() {
+      if (loopPromise) wake();
+    },
+
+    async stats() {
+      const row = await repo.jobStats(db);
+      return {
+        queued: Number(row?.queued ?? 0),
+        running: Number(row?.running ?? 0),
+        dead: Number(row?.dead ?? 0),
+        oldestQueuedAgeSeconds: row?.oldest == null ? null : Math.max(0, Number(row.oldest)),
+      };
+    },
+
+    async cancel(field, values, executor = db) {
+      if (values.length === 0) return;
+      await repo.deleteActiveJobsByPayload(executor, field, values);
+    },
+  };
+}

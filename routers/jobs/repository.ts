@@ -1,0 +1,166 @@
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
+import type { DB } from '../../db/types.ts';
+
+/**
+ * The SQL of the job queue (queue.ts runs the jobs). A claim is identified by (locked_by, attempts): every write
+ * for a claim is conditional on both, so a worker that lost its lease never overwrites its successor's state.
+ * Times that matter (run_at, lease_until) come from the database clock, never the process's.
+ */
+
+type Executor = Kysely<DB> | Transaction<DB>;
+
+export interface ClaimedRow {
+  id: string;
+  kind: string;
+  payload: unknown;
+  attempts: number;
+  max_attempts: number;
+  run_at: Date | string;
+}
+
+/** One claim of a job by a worker. */
+export interface Claim {
+  id: string;
+  attempts: number;
+  workerId: string;
+}
+
+const millis = (ms: number): RawBuilder<unknown> => sql`(${ms}::float8 * interval '1 millisecond')`;
+
+/** One short statement: claims up to `limit` ready jobs (or jobs whose lease expired), oldest run_at first. */
+export async function claimJobs(db: Kysely<DB>, workerId: string, limit: number, leaseMs: number, kinds?: string[]): Promise<ClaimedRow[]> {
+  const kindFilter = !kinds ? sql`` : kinds.length > 0 ? sql`and kind in (${sql.join(kinds)})` : sql`and false`;
+  const { rows } = await sql<ClaimedRow>`
+      update jobs
+         set status = 'running', locked_by = ${workerId}, lease_until = now() + ${millis(leaseMs)},
+             attempts = attempts + 1, updated_at = now()
+       where id in (
+         select id from jobs
+          where ((status = 'queued' and run_at <= now()) or (status = 'running' and lease_until < now())) ${kindFilter}
+          order by run_at
+          limit ${limit}
+          for update skip locked)
+      returning id, kind, payload, attempts, max_attempts, run_at`.execute(db);
+  return rows.sort((a, b) => new Date(a.run_at).getTime() - new Date(b.run_at).getTime());
+}
+
+/** The WHERE that identifies one claim: ours, still running, and the same attempt we claimed. */
+const ours = (claim: Claim) => sql`id = ${claim.id} and locked_by = ${claim.workerId} and status = 'running' and attempts = ${claim.attempts}`;
+
+// Each write below answers whether the claim was still ours.
+
+export async function extendLease(db: Kysely<DB>, claim: Claim, leaseMs: number): Promise<boolean> {
+  const { rows } = await sql`
+      update jobs set lease_until = now() + ${millis(leaseMs)}, updated_at = now()
+       where ${ours(claim)} returning id`.execute(db);
+  return rows.length > 0;
+}
+
+export async function markDone(db: Kysely<DB>, claim: Claim): Promise<boolean> {
+  const { rows } = await sql`
+      update jobs set status = 'done', locked_by = null, lease_until = null, updated_at = now()
+       where ${ours(claim)} returning id`.execute(db);
+  return rows.length > 0;
+}
+
+export async function markDead(db: Kysely<DB>, claim: Claim, error: string): Promise<boolean> {
+  const { rows } = await sql`
+      update jobs set status = 'dead', last_error = ${error}, locked_by = null, lease_until = null, updated_at = now()
+       where ${ours(claim)} returning id`.execute(db);
+  return rows.length > 0;
+}
+
+export async function markRetry(db: Kysely<DB>, claim: Claim, error: string, delayMs: number): Promise<boolean> {
+  const { rows } = await sql`
+      update jobs set status = 'queued', last_error = ${error}, run_at = now() + ${millis(delayMs)},
+             locked_by = null, lease_until = null, updated_at = now()
+       where ${ours(claim)} returning id`.execute(db);
+  return rows.length > 0;
+}
+
+export async function markRescheduled(db: Kysely<DB>, claim: Claim, note: string, runAt: Date): Promise<boolean> {
+  const { rows } = await sql`
+      update jobs set status = 'queued', attempts = attempts - 1, last_error = ${note}, run_at = ${runAt},
+             locked_by = null, lease_until = null, updated_at = now()
+       where ${ours(claim)} returning id`.execute(db);
+  return rows.length > 0;
+}
+
+/** Gives a claimed job back without counting the attempt. */
+export async function releaseClaim(db: Kysely<DB>, claim: Claim): Promise<boolean> {
+  const { rows } = await sql`
+      update jobs set status = 'queued', attempts = attempts - 1, locked_by = null, lease_until = null, updated_at = now()
+       where ${ours(claim)} returning id`.execute(db);
+  return rows.length > 0;
+}
+
+/** Returns how many finished jobs older than a day were deleted. */
+export async function deleteOldDoneJobs(db: Kysely<DB>): Promise<number> {
+  const result = await sql`delete from jobs where status = 'done' and updated_at < now() - interval '24 hours'`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}
+
+export interface NewJob {
+  id: string;
+  kind: string;
+  /** Already JSON. */
+  payload: string;
+  runAt?: Date;
+  maxAttempts?: number;
+  dedupeKey: string | null;
+}
+
+const jobValues = (job: NewJob) => ({
+  id: job.id,
+  kind: job.kind,
+  payload: sql`cast(${job.payload}::text as jsonb)`,
+  ...(job.runAt ? { run_at: job.runAt } : {}),
+  ...(job.maxAttempts !== undefined ? { max_attempts: job.maxAttempts } : {}),
+  dedupe_key: job.dedupeKey,
+});
+
+export async function insertJob(db: Executor, job: NewJob): Promise<void> {
+  await db.insertInto('jobs').values(jobValues(job)).execute();
+}
+
+/**
+ * Inserts unless a queued or running job has the same dedupe key; returns the new id, or undefined on a conflict.
+ * The partial unique index jobs_dedupe_idx arbitrates; its predicate is spelt out literally so the planner can
+ * match it (a parameterised predicate would not prove the implication).
+ */
+export async function insertDedupedJob(db: Executor, job: NewJob): Promise<string | undefined> {
+  const inserted = await db
+    .insertInto('jobs')
+    .values(jobValues(job))
+    .onConflict((oc) => oc.column('dedupe_key').where(sql<boolean>`dedupe_key is not null and status in ('queued', 'running')`).doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  return inserted?.id;
+}
+
+export async function findActiveJobId(db: Executor, dedupeKey: string): Promise<string | undefined> {
+  const existing = await db.selectFrom('jobs').select('id').where('dedupe_key', '=', dedupeKey).where('status', 'in', ['queued', 'running']).executeTakeFirst();
+  return existing?.id;
+}
+
+/** Deletes the queued and running jobs whose payload field `field` is one of `values`. */
+export async function deleteActiveJobsByPayload(db: Executor, field: string, values: string[]): Promise<void> {
+  await db.deleteFrom('jobs').where('status', 'in', ['queued', 'running']).where(sql<string>`payload->>${field}`, 'in', values).execute();
+}
+
+/**
+ * How a job of `j` (the alias another area's sweep gives the jobs table) names that area's row: its payload field
+ * `field` equals `rowId`. For sweeps that must stay one statement; the payload's shape is known only here.
+ */
+export const jobPayloadNames = (field: string, rowId: RawBuilder<unknown>) => sql`j.payload->>${sql.lit(field)} = ${rowId}`;
+
+export async function jobStats(db: Kysely<DB>) {
+  const { rows } = await sql<{ queued: number; running: number; dead: number; oldest: number | null }>`
+        select count(*) filter (where status = 'queued')::int as queued,
+               count(*) filter (where status = 'running')::int as running,
+               count(*) filter (where status = 'dead')::int as dead,
+               extract(epoch from now() - min(run_at) filter (where status = 'queued' and run_at <= now()))::float8 as oldest
+          from jobs
+         where status in ('queued', 'running', 'dead')`.execute(db);
+  return rows[0];
+}

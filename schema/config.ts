@@ -1,0 +1,165 @@
+import { availableParallelism } from 'node:os';
+import { z } from 'zod';
+
+const bool = z
+  .enum(['0', '1', 'true', 'false', ''])
+  .default('')
+  .transform((v) => v === '1' || v === 'true');
+const list = z
+  .string()
+  .default('')
+  .transform((v) =>
+    v
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
+const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+
+/** The whole configuration: one zod schema over the environment. A bad value stops start-up naming the variable. */
+export const configSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8443),
+  HOST: z.string().default('0.0.0.0'),
+  DATA_DIR: z.string().default('./data'),
+  DATABASE_URL: z
+    .string()
+    .url()
+    .refine((u) => /^postgres(ql)?:\/\//.test(u), 'must be a postgres:// URL')
+    .optional(),
+  REDIS_URL: z
+    .string()
+    .url()
+    .refine((u) => /^rediss?:\/\//.test(u), 'must be a redis:// URL')
+    .optional(),
+  TLS_CERT: z.string().optional(),
+  TLS_KEY: z.string().optional(),
+  TRUST_PROXY: bool,
+  /** 32 bytes, base64: encrypts stored secrets. Generated into DATA_DIR on first start when absent. */
+  ENCRYPTION_KEY: z
+    .string()
+    .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes encoded as base64')
+    .optional(),
+  ADMIN_EMAILS: list.transform((emails) => emails.map((e) => e.toLowerCase())),
+  CRON_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  SESSION_TTL_DAYS: positiveInt(30),
+  OIDC_ISSUER: z.string().url().optional(),
+  OIDC_AUDIENCE: z.string().optional(),
+  OIDC_JWKS_URL: z.string().url().optional(),
+  SENTRY_DSN: z.string().url().optional(),
+  OUTBOUND_ALLOW_HOSTS: list,
+  /** Deadline of a call to an owner's external AI endpoint (the spec's 30 s). */
+  OUTBOUND_TIMEOUT_MS: positiveInt(30_000),
+  RATE_LIMIT_CHAT: positiveInt(60),
+  RATE_LIMIT_KB_QUERY: positiveInt(60),
+  RATE_LIMIT_UPLOAD: positiveInt(10),
+  RATE_LIMIT_DEFAULT: positiveInt(100),
+  /** Visitor tokens minted per client IP and window (the hosted page asks once per visit). */
+  RATE_LIMIT_VISITOR_SESSIONS: positiveInt(20),
+  /** All visitor calls from one client IP per window, whichever visitors they come as. */
+  RATE_LIMIT_VISITOR_IP: positiveInt(300),
+  /** Lifetime of a visitor token; the page renews it with its resume token. */
+  VISITOR_TOKEN_TTL_SECONDS: positiveInt(3600),
+  RATE_LIMIT_WINDOW_SECONDS: positiveInt(60),
+  /** Redis key prefix for rate-limit counters; instances that must share counts use the same one. */
+  RATE_LIMIT_KEY_PREFIX: z.string().max(64).default('rl:'),
+  JSON_BODY_LIMIT_BYTES: positiveInt(1024 * 1024),
+  QUERY_CACHE_LIMIT_BYTES: positiveInt(256 * 1024),
+  /** 'auto' uses pgvector when the database has it; 'exact' always scores stored vectors in the service. */
+  VECTOR_SEARCH: z.enum(['auto', 'exact']).default('auto'),
+  /** Background workers (document processing, re-embedding) per instance; 0 runs none (API-only instance). */
+  JOB_CONCURRENCY: z.coerce.number().int().min(0).max(32).default(2),
+  /** Concurrent webhook deliveries per instance (their own workers, so a slow receiver never holds up documents); 0 runs none. */
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(0).max(64).default(8),
+  /** Deadline of one webhook delivery attempt. */
+  WEBHOOK_TIMEOUT_MS: positiveInt(15_000),
+  /** How long a claimed job stays leased without a heartbeat; after a crash, the jobs the dead process was running are picked up again once it runs out. */
+  JOB_LEASE_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
+  /** How long a validated API key is reused without a lookup (0: never). Changes to keys and interfaces empty the cache at once, on every instance. */
+  API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(600_000).default(30_000),
+  /** Worker threads that parse documents and run the local embedder (CPU work kept off the request thread). One core
+   *  is left to the request thread: with every core parsing, health p99 under hostile documents passed 50 ms. */
+  PARSER_WORKERS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(16)
+    .default(Math.min(4, Math.max(1, availableParallelism() - 1))),
+  /** How long one document's parsing (or one batch of its embedding) may run in a worker before it is stopped. */
+  PARSER_DEADLINE_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
+  /** Heap limit of each parsing worker (V8 old generation); a document needing more fails, the service stays up. */
+  PARSER_MEMORY_MB: z.coerce.number().int().min(32).max(16_384).default(512),
+  /** Optional external document-parsing service, checked by POST /knowledge-base/test-parser. */
+  PARSER_SERVICE_URL: z.string().url().optional(),
+  PARSER_SERVICE_KEY: z.string().optional(),
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  /** Billing is on when this is set (Stripe's secret key). */
+  STRIPE_SECRET_KEY: z.string().min(8).optional(),
+  /** The signing secret of the Stripe webhook endpoint that points at POST /api/v1/payments/webhook. */
+  STRIPE_WEBHOOK_SECRET: z.string().min(8).optional(),
+  /** Price ids per plan and interval: `premium:month=price_…,premium:year=price_…,enterprise:month=price_…`. */
+  STRIPE_PRICES: list.pipe(
+    z
+      .array(z.string().regex(/^(premium|enterprise):(month|year)=\S+$/, 'entries look like premium:month=price_123'))
+      .transform(
+        (entries) =>
+          Object.fromEntries(entries.map((e) => e.split('=') as [string, string])) as Partial<
+            Record<`${'premium' | 'enterprise'}:${'month' | 'year'}`, string>
+          >,
+      ),
+  ),
+  /** Where the Stripe API is (a Stripe-compatible server such as stripe-mock); Stripe's own when unset. */
+  STRIPE_API_URL: z.string().url().optional(),
+  /** Length of the free trial an owner may start once. */
+  TRIAL_DAYS: z.coerce.number().int().min(1).max(365).default(14),
+  /** Origins the service and its dashboard are served at: checkout and portal return URLs must be on one of them. */
+  PUBLIC_ORIGINS: list.pipe(
+    z.array(
+      z
+        .string()
+        .url()
+        .transform((u) => new URL(u).origin),
+    ),
+  ),
+  /** DNS servers for domain checks (`host` or `host:port`); the system's resolvers when empty. */
+  DNS_SERVERS: list,
+  DNS_TIMEOUT_MS: z.coerce.number().int().min(100).max(30_000).default(3_000),
+  /** The hostname owners point their domains at with a CNAME (the service's public hostname). */
+  DOMAIN_CNAME_TARGET: z.string().max(253).optional(),
+  /** Addresses owners may point an apex at with A/AAAA records instead. */
+  DOMAIN_ADDRESSES: list.pipe(z.array(z.union([z.ipv4(), z.ipv6()]))),
+  /** Hostnames no owner may claim (the hosts of PUBLIC_ORIGINS and DOMAIN_CNAME_TARGET are reserved too). */
+  RESERVED_HOSTNAMES: list,
+  /** An ACME directory (Let's Encrypt: https://acme-v02.api.letsencrypt.org/directory): certificates for active domains. */
+  ACME_DIRECTORY_URL: z.string().url().optional(),
+  ACME_EMAIL: z.string().email().optional(),
+  /** CAA issuer domains that name our CA: a domain whose CAA records allow none of them is not attempted. */
+  ACME_CAA_IDENTITIES: list,
+  /** A PEM file of extra certificates trusted for outbound HTTPS (a private ACME CA). */
+  OUTBOUND_CA_FILE: z.string().optional(),
+});
+
+/** Cross-variable rules. An issuer without an audience would accept ID tokens minted for any other app. */
+const configRules = configSchema.superRefine((c, ctx) => {
+  if (c.OIDC_ISSUER && URL.canParse(c.OIDC_ISSUER) && !c.OIDC_AUDIENCE)
+    ctx.addIssue({ code: 'custom', path: ['OIDC_AUDIENCE'], message: 'is required when OIDC_ISSUER is set (your client id at the provider)' });
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const picked: Record<string, string> = {};
+  for (const key of Object.keys(configSchema.shape)) {
+    const value = env[key]?.trim();
+    if (value !== undefined && value !== '') picked[key] = value;
+  }
+  const parsed = configRules.safeParse(picked);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  return parsed.data;
+}

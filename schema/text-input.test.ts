@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { findIllFormedText, toStorable } from './text-input.ts';
+
+describe('findIllFormedText', () => {
+  it('accepts ordinary text, astral characters (paired surrogates), numbers and bytes', () => {
+    expect(findIllFormedText({ name: 'Café 😀', n: 3, nested: [{ a: 'ok' }], file: { bytes: Buffer.from([0, 0xd8]) } })).toBeNull();
+    expect(findIllFormedText('plain')).toBeNull();
+    expect(findIllFormedText(undefined)).toBeNull();
+  });
+
+  it('names the field holding a NUL', () => {
+    expect(findIllFormedText({ name: 'a\u0000b' })).toEqual({ path: 'name', problem: expect.stringContaining('NUL') });
+    expect(findIllFormedText({ documentIds: ['x', 'y\u0000'] })).toEqual({ path: 'documentIds.1', problem: expect.stringContaining('NUL') });
+    expect(findIllFormedText('\u0000')).toEqual({ path: '(body)', problem: expect.stringContaining('NUL') });
+  });
+
+  it('finds lone high and low surrogates, anywhere in the string', () => {
+    expect(findIllFormedText({ m: 'abc\ud800' })?.problem).toContain('surrogate');
+    expect(findIllFormedText({ m: '\udc00abc' })?.problem).toContain('surrogate');
+    expect(findIllFormedText({ m: 'a\ud800b' })?.problem).toContain('surrogate');
+    expect(findIllFormedText({ m: '\ud83d\ude00' })).toBeNull();
+  });
+
+  it('checks object keys too', () => {
+    expect(findIllFormedText({ data: { ['k\u0000']: 1 } })).toEqual({ path: 'data', problem: expect.stringContaining('key') });
+  });
+
+  it('bounds the walk: very deep nesting is refused, never a stack overflow', () => {
+    let deep: unknown = 'leaf';
+    for (let i = 0; i < 10_000; i++) deep = { d: deep };
+    expect(findIllFormedText(deep)?.problem).toBe('is nested too deeply');
+  });
+});
+
+describe('findIllFormedText on hostile shapes', () => {
+  it('a huge array of numbers under deep nesting is walked without queuing the numbers', () => {
+    let nested: unknown = Array.from({ length: 500_000 }, () => 0);
+    for (let i = 0; i < 60; i++) nested = { n: nested };
+    expect(findIllFormedText(nested)).toBeNull();
+    (nested as { n: unknown }).n = ['ok', 'bad\u0000'];
+    expect(findIllFormedText(nested)).toEqual({ path: 'n.1', problem: expect.stringContaining('NUL') });
+  });
+});
+
+describe('toStorable', () => {
+  it('drops NUL and replaces lone surrogates, at any depth and in keys, leaving good text alone', () => {
+    expect(toStorable('a\u0000b\ud800c 😀')).toBe('ab\uFFFDc 😀');
+    expect(toStorable({ text: 'x\u0000', sources: [{ ['k\udc00']: 'v\u0000', n: 1 }], usage: null })).toEqual({
+      text: 'x',
+      sources: [{ 'k\uFFFD': 'v', n: 1 }],
+      usage: null,
+    });
+    const clean = { a: 'fine' };
+    expect(toStorable(clean)).toEqual(clean);
+  });
+});

@@ -1,0 +1,85 @@
+/**
+ * Every string a client sends must be storable text. PostgreSQL refuses NUL in `text` and `jsonb`, and a lone
+ * UTF-16 surrogate (which JSON's `\ud800` escape can produce) has no UTF-8 form, so either would reach the
+ * database and fail there as a 500. We refuse them instead of rewriting them: silently changing what a client
+ * sent (a name, a message, a secret) would be worse than telling them which field is wrong.
+ */
+export interface IllFormedText {
+  /** Dotted path of the field, `(body)` for the input itself. */
+  path: string;
+  problem: string;
+}
+
+const NUL = '\u0000';
+/** A high surrogate not followed by a low one, or a low one not preceded by a high one. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
+/** Inputs nest a few levels; anything deeper is refused by the schemas. This only bounds the walk. */
+const MAX_DEPTH = 64;
+/** Containers and strings visited at most (a 1 MiB body holds far fewer that matter). */
+const MAX_NODES = 1_000_000;
+
+function problemOf(text: string): string | null {
+  if (text.includes(NUL)) return 'must not contain NUL (\\u0000) characters';
+  if (LONE_SURROGATE.test(text)) return 'must not contain unpaired UTF-16 surrogates';
+  return null;
+}
+
+/** A node of the walk; the path is rebuilt from parent links only when something is found. */
+interface Visit {
+  value: unknown;
+  key: string | null;
+  parent: Visit | null;
+  depth: number;
+}
+
+function label(visit: Visit | null): string {
+  const keys: string[] = [];
+  for (let v = visit; v && v.key !== null; v = v.parent) keys.push(v.key);
+  return keys.length === 0 ? '(body)' : keys.reverse().join('.');
+}
+
+/**
+ * The first string (value or object key) in `input` that cannot be stored, or null. Buffers are bytes, not text.
+ * Numbers, booleans and null are never queued, so a huge array of them costs no memory beyond the input itself.
+ */
+export function findIllFormedText(input: unknown): IllFormedText | null {
+  const root: Visit = { value: input, key: null, parent: null, depth: 0 };
+  const stack: Visit[] = [root];
+  let queued = 1;
+  while (stack.length > 0) {
+    const visit = stack.pop()!;
+    const { value } = visit;
+    if (typeof value === 'string') {
+      const problem = problemOf(value);
+      if (problem) return { path: label(visit), problem };
+      continue;
+    }
+    if (typeof value !== 'object' || value === null || value instanceof Uint8Array) continue;
+    if (visit.depth >= MAX_DEPTH) return { path: label(visit), problem: 'is nested too deeply' };
+    for (const key of Object.keys(value)) {
+      const keyProblem = problemOf(key);
+      if (keyProblem) return { path: label(visit), problem: `has a key that ${keyProblem}` };
+      const child = (value as Record<string, unknown>)[key];
+      if (typeof child !== 'string' && (typeof child !== 'object' || child === null)) continue;
+      if (++queued > MAX_NODES) return { path: label(visit), problem: 'is too large' };
+      stack.push({ value: child, key, parent: visit, depth: visit.depth + 1 });
+    }
+  }
+  return null;
+}
+
+/**
+ * For text we did not receive from a client but must store (an upstream's reply, a model's answer): the same two
+ * things PostgreSQL refuses are rewritten instead of refused, since nobody can be asked to fix them. NUL is
+ * dropped and a lone surrogate becomes U+FFFD, in strings and object keys at any depth.
+ */
+export function toStorable<T>(value: T): T {
+  if (typeof value === 'string')
+    return (value.includes(NUL) || LONE_SURROGATE.test(value) ? value.replaceAll(NUL, '').replace(LONE_SURROGATES, '\uFFFD') : value) as T;
+  if (Array.isArray(value)) return value.map((item) => toStorable(item)) as T;
+  if (typeof value === 'object' && value !== null && !(value instanceof Uint8Array)) {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [toStorable(key), toStorable(item)])) as T;
+  }
+  return value;
+}

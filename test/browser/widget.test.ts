@@ -1,0 +1,292 @@
+import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import type { Browser, BrowserContext, Frame, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { browserRunnable as runnable, launchChromium, OUTPUT } from '../helpers/browser.ts';
+
+/**
+ * The widget as a visitor meets it, in headless Chromium, truly cross-origin: a customer's site on
+ * http://127.0.0.1:A embeds the loader from the service on https://localhost:B. The visitor opens the launcher,
+ * asks the knowledge base, sees the answer stream in with its cited file, leaves contact details, reloads and
+ * finds the conversation again; a site outside allowedOrigins cannot frame the chat; the chat works with the
+ * keyboard alone and passes an axe-core audit; nothing is requested from any third host.
+ */
+
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+let app: TestApp;
+let browser: Browser;
+let owner: { token: string; ownerId: string };
+let other: { token: string; ownerId: string };
+let serviceOrigin: string;
+let slug: string;
+let interfaceId: string;
+const sites: Server[] = [];
+let allowedSite: string;
+let foreignSite: string;
+
+/** A customer's web page: any HTML plus our one script tag. */
+async function startSite(html: () => string): Promise<string> {
+  const server = createServer((req, res) => {
+    if (req.url === '/favicon.ico') return void res.writeHead(404).end();
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(html());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  sites.push(server);
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+const hostPage = (extra = '') => `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Acme Outdoor</title></head>
+<body><header><h1>Acme Outdoor</h1><a href="#products">Products</a></header>
+<main><p>Tents, stoves and everything for a night outside.</p></main>
+<script src="${serviceOrigin}/widget.js" data-slug="${slug}" ${extra} async></script>
+</body></html>`;
+
+interface Visit {
+  context: BrowserContext;
+  page: Page;
+  /** Requests to hosts other than the site and the service (refused, not sent). */
+  foreign: string[];
+  errors: string[];
+  cspMessages: string[];
+}
+
+async function visit(width = 1280, height = 900, context?: BrowserContext): Promise<Visit> {
+  const ctx = context ?? (await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width, height } }));
+  const foreign: string[] = [];
+  const known = [new URL(serviceOrigin).origin, allowedSite, foreignSite];
+  await ctx.route(
+    (url) => !known.includes(url.origin) && url.protocol !== 'data:',
+    (route) => {
+      foreign.push(route.request().url());
+      return route.abort();
+    },
+  );
+  const page = await ctx.newPage();
+  page.setDefaultTimeout(30_000);
+  const errors: string[] = [];
+  const cspMessages: string[] = [];
+  page.on('pageerror', (error) => errors.push(error.message));
+  page.on('console', (message) => {
+    if (/Content Security Policy/i.test(message.text())) cspMessages.push(message.text());
+  });
+  return { context: ctx, page, foreign, errors, cspMessages };
+}
+
+/** The chat frame once the launcher has opened it and the app has rendered its input. */
+async function openChat(page: Page): Promise<Frame> {
+  await page.getByTestId('svc-chat-launcher').click();
+  const handle = await page.getByTestId('svc-chat-frame').elementHandle();
+  const frame = await handle!.contentFrame();
+  await frame!.getByTestId('chat-input').waitFor({ state: 'visible' });
+  return frame!;
+}
+
+async function send(frame: Frame, text: string) {
+  const before = await frame.getByTestId('chat-message').count();
+  await frame.getByTestId('chat-input').fill(text);
+  await frame.getByTestId('chat-send').click();
+  // The visitor's bubble, then the assistant's, which is complete when the send button is usable again.
+  await expect.poll(() => frame.getByTestId('chat-message').count(), { timeout: 30_000 }).toBeGreaterThanOrEqual(before + 2);
+  await expect.poll(() => frame.getByTestId('chat-send').isDisabled(), { timeout: 60_000 }).toBe(false);
+}
+
+async function axeAudit(frame: Frame | Page) {
+  // Evaluated through the DevTools protocol, which the page's CSP does not govern (no inline script is added).
+  await frame.evaluate(AXE_SOURCE);
+  const result = await frame.evaluate(async () => {
+    const axe = (
+      window as unknown as {
+        axe: { run(context: unknown, options: unknown): Promise<{ violations: Array<{ id: string; impact: string; nodes: unknown[] }> }> };
+      }
+    ).axe;
+    const report = await axe.run(document, { resultTypes: ['violations'] });
+    return report.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length }));
+  });
+  return result.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+}
+
+beforeAll(async () => {
+  if (!runnable) return;
+  app = await startTestApp({ RATE_LIMIT_UPLOAD: '100' });
+  serviceOrigin = `https://localhost:${new URL(app.url).port}`;
+  owner = await app.signUp('widget-owner');
+  other = await app.signUp('widget-other');
+  const kb = await app.request('POST', '/api/v1/knowledge-base/configs', { token: owner.token, body: { name: 'Outdoor help' } });
+  const configId = kb.body.data.config.id;
+  await app.request('PATCH', `/api/v1/knowledge-base/configs/${configId}/tools`, {
+    token: owner.token,
+    body: { tools: [{ name: 'lead_capture', enabled: true }] },
+  });
+  const uploaded = await app.upload('/api/v1/knowledge-base/documents', {
+    token: owner.token,
+    fileName: 'tent-care.md',
+    bytes: Buffer.from(
+      '# Tent care\n\nDry your tent completely before storing it, otherwise mildew grows on the fabric.\n\n' +
+        'Clean the **seams** with lukewarm water and a soft sponge; never put the tent in a washing machine.\n',
+    ),
+    fields: { configId },
+  });
+  expect(uploaded.status, uploaded.text).toBe(201);
+  for (let i = 0; i < 300; i++) {
+    const docs = await app.request('GET', `/api/v1/knowledge-base/documents?configId=${configId}`, { token: owner.token });
+    if (docs.body.data.documents.every((d: { status: string }) => d.status === 'completed')) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  allowedSite = await startSite(() => hostPage());
+  foreignSite = await startSite(() => hostPage());
+  const created = await app.request('POST', '/api/v1/chat-interfaces', {
+    token: owner.token,
+    body: {
+      name: 'Acme Outdoor help',
+      configId,
+      public: true,
+      allowedOrigins: [allowedSite],
+      welcomeMessage: 'Hello! Ask me anything about our tents.',
+      placeholder: 'Ask about tents…',
+      primaryColor: '#0b5394',
+    },
+  });
+  expect(created.status, created.text).toBe(201);
+  slug = created.body.data.chatInterface.slug;
+  interfaceId = created.body.data.chatInterface.id;
+  browser = await launchChromium();
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  for (const site of sites) site.close();
+  await app?.stop();
+});
+
+describe.runIf(runnable)('the widget on a customer site', () => {
+  it('a visitor asks, sees the streamed answer with its source, leaves a lead, reloads and finds the conversation', async () => {
+    const v = await visit();
+    await v.page.goto(allowedSite);
+    const launcher = v.page.getByTestId('svc-chat-launcher');
+    await expect.poll(() => launcher.getAttribute('aria-expanded')).toBe('false');
+    const frame = await openChat(v.page);
+    await expect.poll(() => launcher.getAttribute('aria-expanded')).toBe('true');
+    expect(await frame.locator('h1').textContent()).toContain('Acme Outdoor help');
+    expect(await frame.getByTestId('chat-message').first().textContent()).toContain('Ask me anything about our tents');
+    expect(await frame.getByTestId('chat-input').getAttribute('placeholder')).toBe('Ask about tents…');
+
+    await send(frame, 'How should I store my tent?');
+    const answer = frame.locator('[data-testid="chat-message"][data-role="assistant"]').last();
+    expect(await answer.textContent()).toMatch(/dry|mildew/i);
+    const sources = answer.getByTestId('chat-sources').or(frame.getByTestId('chat-sources').last());
+    await sources.first().locator('summary').click();
+    expect(await frame.getByTestId('chat-source').first().textContent()).toContain('tent-care.md');
+    await v.page.screenshot({ path: join(OUTPUT, 'widget-answer-1280.png') });
+
+    // Asking to be contacted brings the lead form; its submission is stored for the owner.
+    await send(frame, 'Can someone from sales contact me, please?');
+    const form = frame.getByTestId('lead-form');
+    await form.waitFor({ state: 'visible' });
+    await form.getByLabel(/name/i).first().fill('Ada Lovelace');
+    await form.getByLabel(/e-?mail/i).fill('ada@example.com');
+    await form.locator('button[type="submit"]').click();
+    await form.waitFor({ state: 'detached' });
+    await expect.poll(async () => (await app.request('GET', '/api/v1/leads', { token: owner.token })).body.data.leads.length).toBe(1);
+    const leads = await app.request('GET', '/api/v1/leads', { token: owner.token });
+    expect(leads.body.data.leads[0]).toMatchObject({ chatInterfaceId: interfaceId, fields: { name: 'Ada Lovelace', email: 'ada@example.com' } });
+    expect(leads.body.data.leads[0].sessionId).toMatch(/^api_/);
+    expect((await app.request('GET', '/api/v1/leads', { token: other.token })).body.data.leads).toEqual([]);
+
+    // Back later: the same conversation, from the browser's own storage, through a new visitor token.
+    await v.page.reload();
+    const again = await openChat(v.page);
+    await expect.poll(() => again.locator('[data-testid="chat-message"][data-role="user"]').count(), { timeout: 30_000 }).toBe(2);
+    expect(await again.locator('[data-testid="chat-message"][data-role="user"]').first().textContent()).toContain('How should I store my tent?');
+
+    // A new conversation starts empty but for the welcome.
+    await again.getByTestId('chat-new').click();
+    await expect.poll(() => again.locator('[data-testid="chat-message"][data-role="user"]').count()).toBe(0);
+
+    expect(v.foreign).toEqual([]);
+    expect(v.errors).toEqual([]);
+    expect(v.cspMessages).toEqual([]);
+    await v.context.close();
+  }, 180_000);
+
+  it('a site outside allowedOrigins cannot frame the chat', async () => {
+    const v = await visit();
+    await v.page.goto(foreignSite);
+    await v.page.getByTestId('svc-chat-launcher').click();
+    const frameElement = v.page.getByTestId('svc-chat-frame');
+    await frameElement.waitFor({ state: 'attached' });
+    // The browser refuses the page (CSP frame-ancestors) and reports it; the chat never renders there.
+    await expect.poll(() => v.cspMessages.some((m) => /frame-ancestors/.test(m)), { timeout: 15_000 }).toBe(true);
+    const frame = await (await frameElement.elementHandle())!.contentFrame();
+    expect(await frame?.locator('#chat-root').count()).toBe(0);
+
+    const page = await app.request('GET', `/c/${slug}?embed=1`);
+    expect(page.headers['content-security-policy']).toContain(`frame-ancestors ${allowedSite}`);
+    // The API refuses to mint visitor tokens for scripts on that site, too.
+    const minted = await app.request('POST', `/api/v1/chat/${slug}/visitor-sessions`, { body: {}, headers: { origin: foreignSite } });
+    expect(minted.status).toBe(403);
+    await v.context.close();
+  }, 60_000);
+
+  it('works with the keyboard alone and has no serious accessibility violations; screenshots at 1280 and 360 px', async () => {
+    for (const width of [1280, 360]) {
+      const v = await visit(width, width === 360 ? 740 : 900);
+      await v.page.goto(allowedSite);
+      // Tab from the top of the host page to the launcher, open it with Enter.
+      let focused = '';
+      for (let i = 0; i < 10 && focused !== 'svc-chat-launcher'; i++) {
+        await v.page.keyboard.press('Tab');
+        focused = await v.page.evaluate(() => document.activeElement?.getAttribute('data-testid') ?? '');
+      }
+      expect(focused).toBe('svc-chat-launcher');
+      await v.page.keyboard.press('Enter');
+      const handle = await v.page.getByTestId('svc-chat-frame').elementHandle();
+      const frame = (await handle!.contentFrame())!;
+      await frame.getByTestId('chat-input').waitFor({ state: 'visible' });
+      // Opening moves focus into the chat's input; Enter sends.
+      await expect.poll(() => frame.evaluate(() => document.activeElement?.getAttribute('data-testid'))).toBe('chat-input');
+      await v.page.keyboard.type('Can I wash the tent in a machine?');
+      await v.page.keyboard.press('Enter');
+      await expect.poll(() => frame.locator('[data-testid="chat-message"][data-role="assistant"]').count(), { timeout: 60_000 }).toBeGreaterThanOrEqual(2);
+      await expect.poll(() => frame.getByTestId('chat-send').isDisabled(), { timeout: 60_000 }).toBe(false);
+      // New messages are announced: the log is a live region.
+      expect(await frame.locator('[role="log"][aria-live="polite"]').count()).toBe(1);
+      const box = await handle!.boundingBox();
+      if (width === 360) expect(box!.width).toBeGreaterThanOrEqual(340);
+      else expect(box!.width).toBeLessThanOrEqual(420);
+      await v.page.screenshot({ path: join(OUTPUT, `widget-${width}.png`) });
+      expect(await axeAudit(frame)).toEqual([]);
+      expect(v.foreign).toEqual([]);
+      expect(v.errors).toEqual([]);
+      await v.context.close();
+    }
+  }, 180_000);
+
+  it('the hosted page on its own: full-page chat, strict policy, audited, at 1280 and 360 px', async () => {
+    for (const width of [1280, 360]) {
+      const v = await visit(width, 800);
+      const response = await v.page.goto(`${serviceOrigin}/c/${slug}`);
+      expect(response?.status()).toBe(200);
+      const csp = response?.headers()['content-security-policy'] ?? '';
+      expect(csp).toContain("script-src 'self'");
+      expect(csp).not.toContain('unsafe');
+      await v.page.getByTestId('chat-input').waitFor({ state: 'visible' });
+      const scrollWidth = await v.page.evaluate(() => document.documentElement.scrollWidth);
+      expect(scrollWidth).toBeLessThanOrEqual(width);
+      await v.page.screenshot({ path: join(OUTPUT, `hosted-page-${width}.png`) });
+      expect(await axeAudit(v.page)).toEqual([]);
+      expect(v.foreign).toEqual([]);
+      expect(v.errors).toEqual([]);
+      expect(v.cspMessages).toEqual([]);
+      await v.context.close();
+    }
+    const missing = await app.request('GET', '/c/no-such-chat');
+    expect(missing.status).toBe(404);
+    expect(missing.headers['content-type']).toContain('text/html');
+  }, 120_000);
+});

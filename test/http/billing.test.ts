@@ -1,0 +1,396 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type Stripe from 'stripe';
+import { startFakeStripe, type FakeStripe } from '../helpers/fake-stripe.ts';
+import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
+
+/**
+ * Billing through the real listener, with the official Stripe SDK pointed at a local server that speaks Stripe's
+ * wire format, and Stripe's webhooks signed with the SDK's test-header helper: checkout to active, promotion codes,
+ * the portal, cancellation, failed payments, redelivered and reordered events, bad signatures, trials and their
+ * sweep, the admin views, and isolation between owners.
+ */
+
+const WEBHOOK_SECRET = 'whsec_test_billing_secret_0123456789';
+const CRON_SECRET = 'cron-secret-for-billing-tests';
+let stripe: FakeStripe;
+let receiver: WebhookReceiver;
+let app: TestApp;
+let peer: TestApp;
+let origin: string;
+let adminToken: string;
+
+const deliver = (evt: Stripe.Event | string, options: { secret?: string; timestamp?: number; tamper?: (payload: string) => string } = {}) => {
+  const { payload, signature } = stripe.sign(evt, options.secret ?? WEBHOOK_SECRET, options.timestamp);
+  return app.request('POST', '/api/v1/payments/webhook', {
+    rawBody: Buffer.from(options.tamper ? options.tamper(payload) : payload),
+    headers: { 'content-type': 'application/json', 'stripe-signature': signature },
+  });
+};
+const subscription = async (token: string, on: TestApp = app) => {
+  const res = await on.request('GET', '/api/v1/user/subscription', { token });
+  expect(res.status, res.text).toBe(200);
+  return res.body.data.subscription;
+};
+const checkout = (token: string, body: Record<string, unknown>) => app.request('POST', '/api/v1/payments/checkout', { token, body });
+
+/** Signs up an owner and takes them through checkout; returns the session and the events Stripe would send. */
+async function paidOwner(prefix: string, plan: 'premium' | 'enterprise' = 'premium') {
+  const owner = await app.signUp(prefix);
+  const res = await checkout(owner.token, { plan });
+  expect(res.status, res.text).toBe(201);
+  const events = stripe.completeCheckout(res.body.data.checkoutSession.id);
+  const subscriptionId = [...stripe.subscriptions.values()].at(-1)!.id as string;
+  return { ...owner, sessionId: res.body.data.checkoutSession.id as string, events, subscriptionId };
+}
+
+beforeAll(async () => {
+  stripe = await startFakeStripe();
+  receiver = await startWebhookReceiver();
+  const env = {
+    STRIPE_SECRET_KEY: stripe.secretKey,
+    STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
+    STRIPE_API_URL: stripe.url,
+    STRIPE_PRICES: Object.entries(stripe.prices)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(','),
+    OUTBOUND_ALLOW_HOSTS: `${stripe.hostPort},${receiver.hostPort}`,
+    CRON_SECRET,
+    ADMIN_EMAILS: 'billing-boss@example.com',
+    TRIAL_DAYS: '7',
+  };
+  app = await startTestApp(env);
+  origin = `https://127.0.0.1:${app.port}`;
+  peer = await app.startPeer();
+  const admin = await app.request('POST', '/api/v1/auth/sign-up', { body: { email: 'billing-boss@example.com', password: 'long enough pw' } });
+  adminToken = admin.body.data.token;
+});
+afterAll(async () => {
+  await peer?.stop();
+  await app?.stop();
+  await stripe?.close();
+  await receiver?.close();
+});
+
+describe('checkout and the webhook', () => {
+  it('checkout creates one customer per owner and a session; completing it makes the plan active, on every instance', async () => {
+    const owner = await app.signUp('checkout');
+    const first = await checkout(owner.token, { plan: 'premium', interval: 'year' });
+    expect(first.status, first.text).toBe(201);
+    expect(first.body.data.checkoutSession).toMatchObject({ id: expect.stringMatching(/^cs_test_/), url: expect.stringContaining('checkout.stripe.test') });
+    expect(Date.parse(first.body.data.checkoutSession.expiresAt)).toBeGreaterThan(Date.now());
+    const second = await checkout(owner.token, { plan: 'premium' });
+    expect(second.status).toBe(201);
+    const created = stripe.requests.filter((r) => r.path === '/v1/customers');
+    expect(created.filter((r) => r.body.metadata?.ownerId === owner.ownerId)).toHaveLength(1);
+    const uuid = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+    const mine = stripe.requests.filter((q) => q.method === 'POST' && q.body.metadata?.ownerId === owner.ownerId);
+    expect(mine.map((r) => r.path).sort()).toEqual(['/v1/checkout/sessions', '/v1/checkout/sessions', '/v1/customers']);
+    for (const r of mine) {
+      expect(r.idempotencyKey, r.path).toMatch(
+        r.path === '/v1/customers' ? new RegExp(`^customer-${owner.ownerId}$`) : new RegExp(`^checkout-${owner.ownerId}-${uuid}$`),
+      );
+    }
+    const sent = stripe.checkoutSessions.get(first.body.data.checkoutSession.id)!;
+    expect(sent.client_reference_id).toBe(owner.ownerId);
+    expect(sent.success_url.startsWith(origin)).toBe(true);
+
+    // Not paid yet: still free.
+    expect((await subscription(owner.token)).plan).toBe('free');
+    const events = stripe.completeCheckout(first.body.data.checkoutSession.id);
+    for (const evt of events) {
+      const res = await deliver(evt);
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.data).toMatchObject({ received: true, eventId: evt.id, type: evt.type });
+    }
+    const sub = await subscription(owner.token);
+    expect(sub).toMatchObject({ plan: 'premium', status: 'active', source: 'stripe', interval: 'year', billingConfigured: true, cancelAtPeriodEnd: false });
+    expect(Date.parse(sub.currentPeriodEnd) - Date.now()).toBeGreaterThan(300 * 86_400_000);
+    expect((await subscription(owner.token, peer)).plan).toBe('premium');
+    const me = await peer.request('GET', '/api/v1/auth/me', { token: owner.token });
+    expect(me.body.data.owner.plan).toBe('premium');
+
+    const again = await checkout(owner.token, { plan: 'enterprise' });
+    expect(again.status).toBe(409);
+  });
+
+  it('a redelivered event changes nothing twice; events in reverse order end in Stripe’s current state', async () => {
+    const owner = await paidOwner('reorder');
+    const cancelAtEnd = stripe.updateSubscription(owner.subscriptionId, { cancel_at_period_end: true });
+    const deleted = stripe.deleteSubscription(owner.subscriptionId);
+    // Newest first: the deletion, then the older update, then checkout's events.
+    const order = [deleted, cancelAtEnd, ...owner.events.reverse()];
+    for (const evt of order) expect((await deliver(evt)).body.data.outcome).toBe('applied');
+    expect(await subscription(owner.token)).toMatchObject({ plan: 'free', status: 'canceled', source: 'stripe' });
+    const repeat = await deliver(deleted);
+    expect(repeat.status).toBe(200);
+    expect(repeat.body.data.outcome).toBe('duplicate');
+  });
+
+  it('cancel at period end keeps the plan until Stripe deletes the subscription', async () => {
+    const owner = await paidOwner('cancel');
+    for (const evt of owner.events) await deliver(evt);
+    await deliver(stripe.updateSubscription(owner.subscriptionId, { cancel_at_period_end: true }));
+    expect(await subscription(owner.token)).toMatchObject({ plan: 'premium', status: 'active', cancelAtPeriodEnd: true });
+    await deliver(stripe.deleteSubscription(owner.subscriptionId));
+    expect(await subscription(owner.token)).toMatchObject({ plan: 'free', status: 'canceled' });
+  });
+
+  it('a failed payment makes the subscription past_due (plan kept while Stripe retries) and is announced', async () => {
+    const owner = await paidOwner('dunning', 'enterprise');
+    for (const evt of owner.events) await deliver(evt);
+    const hook = await app.request('POST', '/api/v1/enterprise/webhooks', {
+      token: owner.token,
+      body: { url: `${receiver.url}/billing`, events: ['invoice.payment_failed', 'subscription.updated'] },
+    });
+    expect(hook.status, hook.text).toBe(201);
+    for (const evt of stripe.failPayment(owner.subscriptionId)) expect((await deliver(evt)).status).toBe(200);
+    expect(await subscription(owner.token)).toMatchObject({ plan: 'enterprise', status: 'past_due' });
+    let received: { type: string; data: Record<string, unknown> } | undefined;
+    for (let i = 0; i < 200 && !received; i++) {
+      received = receiver.received.map((r) => JSON.parse(r.body)).find((b) => b.type === 'invoice.payment_failed' && b.data.ownerId === owner.ownerId);
+      if (!received) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(received?.data).toMatchObject({ stripeSubscriptionId: owner.subscriptionId, amountDue: 1900, currency: 'usd' });
+  });
+
+  it('refuses a tampered body, a wrong secret and a stale timestamp with 400, changing nothing', async () => {
+    const owner = await paidOwner('forged');
+    const [completed] = owner.events;
+    const tampered = await deliver(completed!, { tamper: (p) => p.replace('"complete"', '"completE"') });
+    expect(tampered.status).toBe(400);
+    expect(tampered.body.error.message).toBe('Invalid signature');
+    expect((await deliver(completed!, { secret: 'whsec_some_other_secret_00000' })).status).toBe(400);
+    expect((await deliver(completed!, { timestamp: Math.floor(Date.now() / 1000) - 301 })).status).toBe(400);
+    const unsigned = await app.request('POST', '/api/v1/payments/webhook', {
+      rawBody: Buffer.from(JSON.stringify(completed)),
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(unsigned.status).toBe(400);
+    expect((await subscription(owner.token)).plan).toBe('free');
+    // The genuine delivery still applies afterwards: the refused ones were not recorded.
+    expect((await deliver(completed!)).body.data.outcome).toBe('applied');
+  });
+
+  it('ignores event types it does not act on, answering 200', async () => {
+    const evt = { id: 'evt_unrelated_1', object: 'event', type: 'charge.refunded', created: Math.floor(Date.now() / 1000), data: { object: { id: 'ch_1' } } };
+    const res = await deliver(JSON.stringify(evt));
+    expect(res.status).toBe(200);
+    expect(res.body.data.outcome).toBe('ignored');
+  });
+});
+
+describe('promotion codes and coupons', () => {
+  beforeAll(() => {
+    stripe.addCoupon({ id: 'SPRING', percent_off: 25, duration: 'repeating', duration_in_months: 3 });
+    stripe.addCoupon({ id: 'OLD', percent_off: 10, redeem_by: Math.floor(Date.now() / 1000) - 60, valid: false });
+    stripe.addCoupon({ id: 'ENTONLY', amount_off: 5000, currency: 'usd', percent_off: null, applies_to: { products: [] } });
+    stripe.addPromotionCode({ code: 'SPRING25', coupon: 'SPRING' });
+    stripe.addPromotionCode({ code: 'GONE', coupon: 'SPRING', expires_at: Math.floor(Date.now() / 1000) - 10 });
+    stripe.addPromotionCode({ code: 'FULL', coupon: 'SPRING', max_redemptions: 5, times_redeemed: 5 });
+    stripe.addPromotionCode({
+      code: 'NEWONLY',
+      coupon: 'SPRING',
+      restrictions: { first_time_transaction: true, minimum_amount: null, minimum_amount_currency: null },
+    });
+  });
+
+  it('validates codes and coupon ids, with the discount and the reason', async () => {
+    const owner = await app.signUp('coupons');
+    const check = async (code: string, plan?: string) => {
+      const res = await app.request('POST', '/api/v1/payments/validate-coupon', { token: owner.token, body: { code, ...(plan ? { plan } : {}) } });
+      expect(res.status, res.text).toBe(200);
+      return res.body.data.coupon;
+    };
+    expect(await check('SPRING25', 'premium')).toMatchObject({
+      valid: true,
+      reason: null,
+      couponId: 'SPRING',
+      promotionCodeId: expect.stringMatching(/^promo_/),
+      discount: { percentOff: 25, amountOff: null, duration: 'repeating', durationInMonths: 3 },
+    });
+    expect(await check('SPRING')).toMatchObject({ valid: true, couponId: 'SPRING', promotionCodeId: null });
+    expect(await check('NOPE')).toMatchObject({ valid: false, reason: 'not_found', discount: null });
+    expect(await check('GONE')).toMatchObject({ valid: false, reason: 'expired' });
+    expect(await check('FULL')).toMatchObject({ valid: false, reason: 'used_up' });
+    expect(await check('OLD')).toMatchObject({ valid: false, reason: 'expired' });
+    expect(await check('NEWONLY')).toMatchObject({ valid: true });
+
+    const ent = stripe.coupons.get('ENTONLY')!;
+    const entPrice = stripe.prices['enterprise:month']!;
+    const product = (await (await fetch(`${stripe.url}/v1/prices/${entPrice}`, { headers: { authorization: `Bearer ${stripe.secretKey}` } })).json()) as {
+      product: string;
+    };
+    ent.applies_to = { products: [product.product] };
+    expect(await check('ENTONLY', 'premium')).toMatchObject({ valid: false, reason: 'not_for_plan', discount: { amountOff: 5000, currency: 'usd' } });
+    expect(await check('ENTONLY', 'enterprise')).toMatchObject({ valid: true });
+
+    const paid = await paidOwner('returning');
+    for (const evt of paid.events) await deliver(evt);
+    const again = await app.request('POST', '/api/v1/payments/validate-coupon', { token: paid.token, body: { code: 'NEWONLY' } });
+    expect(again.body.data.coupon).toMatchObject({ valid: false, reason: 'first_purchase_only' });
+  });
+
+  it('checkout applies a valid promotion code and refuses an invalid one naming the reason', async () => {
+    const owner = await app.signUp('promo');
+    const ok = await checkout(owner.token, { plan: 'premium', promotionCode: 'SPRING25' });
+    expect(ok.status, ok.text).toBe(201);
+    const session = stripe.checkoutSessions.get(ok.body.data.checkoutSession.id)!;
+    expect(session.discounts).toEqual([{ promotion_code: [...stripe.promotionCodes.values()].find((p) => p.code === 'SPRING25')!.id }]);
+    const bad = await checkout(owner.token, { plan: 'premium', promotionCode: 'GONE' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.details).toBe('promotionCode: expired');
+    const plain = await checkout(owner.token, { plan: 'premium' });
+    expect(stripe.checkoutSessions.get(plain.body.data.checkoutSession.id)!.allow_promotion_codes).toBe(true);
+  });
+});
+
+describe('the portal, return URLs and input errors', () => {
+  it('opens the customer portal for an owner with a customer, 409 before checkout', async () => {
+    const owner = await app.signUp('portal');
+    const before = await app.request('POST', '/api/v1/payments/portal', { token: owner.token, body: {} });
+    expect(before.status).toBe(409);
+    await checkout(owner.token, { plan: 'premium' });
+    const portal = await app.request('POST', '/api/v1/payments/portal', { token: owner.token, body: { returnUrl: `${origin}/settings` } });
+    expect(portal.status, portal.text).toBe(201);
+    expect(portal.body.data.portalSession.url).toContain('billing.stripe.test');
+  });
+
+  it('refuses return URLs on other origins (no open redirect) and unknown plans', async () => {
+    const owner = await app.signUp('redirect');
+    const evil = await checkout(owner.token, { plan: 'premium', successUrl: 'https://evil.example/steal' });
+    expect(evil.status).toBe(400);
+    expect(evil.body.error.details).toMatch(/^successUrl: must be on one of this service's origins/);
+    expect((await checkout(owner.token, { plan: 'premium', cancelUrl: 'javascript:alert(1)' })).status).toBe(400);
+    expect((await checkout(owner.token, { plan: 'gold' })).status).toBe(400);
+    expect((await checkout(owner.token, { plan: 'premium', interval: 'week' })).status).toBe(400);
+    expect((await app.request('POST', '/api/v1/payments/portal', { token: owner.token, body: { returnUrl: 'https://evil.example/' } })).status).toBe(400);
+    expect((await app.request('POST', '/api/v1/payments/validate-coupon', { token: owner.token, body: {} })).status).toBe(400);
+  });
+
+  it('every owner route is 401 without a session and 403 with an API key', async () => {
+    const owner = await app.signUp('auth');
+    const ci = await app.request('POST', '/api/v1/chat-interfaces', { token: owner.token, body: { name: 'k', endpointUrl: 'https://example.com/bot' } });
+    const key = (await app.request('POST', '/api/v1/api-keys', { token: owner.token, body: { name: 'k', chatInterfaceId: ci.body.data.chatInterface.id } }))
+      .body.data.key;
+    for (const path of [
+      '/api/v1/payments/checkout',
+      '/api/v1/payments/portal',
+      '/api/v1/payments/validate-coupon',
+      '/api/v1/payments/webhook-test',
+      '/api/v1/user/subscription/trial',
+    ]) {
+      expect((await app.request('POST', path, { body: { plan: 'premium', code: 'X' } })).status, path).toBe(401);
+      expect((await app.request('POST', path, { token: key, body: { plan: 'premium', code: 'X' } })).status, path).toBe(403);
+    }
+  });
+});
+
+describe('trials and the sweep', () => {
+  it('an owner starts the one trial; the sweep ends expired trials once, even when run twice at once', async () => {
+    const owner = await app.signUp('trial');
+    const started = await app.request('POST', '/api/v1/user/subscription/trial', { token: owner.token, body: {} });
+    expect(started.status, started.text).toBe(201);
+    expect(started.body.data.subscription).toMatchObject({ plan: 'premium', status: 'trialing' });
+    expect(Date.parse(started.body.data.subscription.trialEnd) - Date.now()).toBeGreaterThan(6.9 * 86_400_000);
+    expect(await subscription(owner.token)).toMatchObject({ plan: 'premium', status: 'trialing', source: 'trial', trialAvailable: false });
+    expect((await app.request('POST', '/api/v1/user/subscription/trial', { token: owner.token, body: {} })).status).toBe(409);
+
+    // A second trialist who also subscribes keeps the paid plan when the trial ends.
+    const payer = await app.signUp('trial-payer');
+    expect((await app.request('POST', '/api/v1/user/subscription/trial', { token: payer.token, body: { plan: 'enterprise' } })).status).toBe(201);
+    const co = await checkout(payer.token, { plan: 'premium' });
+    for (const evt of stripe.completeCheckout(co.body.data.checkoutSession.id)) await deliver(evt);
+
+    // Time passes: both trials end now.
+    const db = app.deps.database.db;
+    await db
+      .updateTable('billing_accounts')
+      .set({ trial_end: new Date(Date.now() - 1000) })
+      .where('owner_id', 'in', [owner.ownerId, payer.ownerId])
+      .execute();
+    const sweep = () => app.request('POST', '/api/v1/cron/trial-expiration', { headers: { authorization: `Bearer ${CRON_SECRET}` } });
+    const [a, b] = await Promise.all([sweep(), sweep()]);
+    expect(a.status, a.text).toBe(200);
+    expect(b.status).toBe(200);
+    const ended = [...a.body.data.owners, ...b.body.data.owners].filter((o: { ownerId: string }) => [owner.ownerId, payer.ownerId].includes(o.ownerId));
+    expect(ended.sort((x: { ownerId: string }, y: { ownerId: string }) => (x.ownerId === owner.ownerId ? -1 : y.ownerId === owner.ownerId ? 1 : 0))).toEqual([
+      { ownerId: owner.ownerId, plan: 'free' },
+      { ownerId: payer.ownerId, plan: 'premium' },
+    ]);
+    expect((await sweep()).body.data.owners.filter((o: { ownerId: string }) => o.ownerId === owner.ownerId)).toEqual([]);
+    expect(await subscription(owner.token)).toMatchObject({ plan: 'free', trialAvailable: false });
+    expect((await subscription(payer.token)).plan).toBe('premium');
+  });
+
+  it('the sweep needs the cron secret', async () => {
+    expect((await app.request('POST', '/api/v1/cron/trial-expiration')).status).toBe(401);
+    expect((await app.request('POST', '/api/v1/cron/trial-expiration', { headers: { authorization: 'Bearer wrong-secret-wrong-secret' } })).status).toBe(401);
+  });
+});
+
+describe('webhook-test and the admin views', () => {
+  it('webhook-test signs a test event with the configured secret and runs the real verification', async () => {
+    const owner = await app.signUp('wh-test');
+    const res = await app.request('POST', '/api/v1/payments/webhook-test', { token: owner.token, body: {} });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data.result).toMatchObject({ configured: true, signatureVerified: true, tamperedRejected: true, toleranceSeconds: 300 });
+  });
+
+  it('admins page through coupons and promotion codes from Stripe; owners get 403', async () => {
+    const owner = await app.signUp('not-admin');
+    for (const path of ['/api/v1/admin/coupons', '/api/v1/admin/coupons/SPRING', '/api/v1/admin/coupons/SPRING/promotion-codes', '/api/v1/admin/enterprises']) {
+      expect((await app.request('GET', path, { token: owner.token })).status, path).toBe(403);
+      expect((await app.request('GET', path)).status, path).toBe(401);
+    }
+    const first = await app.request('GET', '/api/v1/admin/coupons?limit=2', { token: adminToken });
+    expect(first.status, first.text).toBe(200);
+    expect(first.body.data.coupons).toHaveLength(2);
+    expect(first.body.data.hasMore).toBe(true);
+    const next = await app.request('GET', `/api/v1/admin/coupons?limit=2&startingAfter=${first.body.data.nextCursor}`, { token: adminToken });
+    expect(next.body.data.coupons[0].id).not.toBe(first.body.data.coupons[0].id);
+    const one = await app.request('GET', '/api/v1/admin/coupons/SPRING', { token: adminToken });
+    expect(one.body.data.coupon).toMatchObject({ id: 'SPRING', valid: true, discount: { percentOff: 25 } });
+    expect((await app.request('GET', '/api/v1/admin/coupons/NOPE', { token: adminToken })).status).toBe(404);
+    const codes = await app.request('GET', '/api/v1/admin/coupons/SPRING/promotion-codes?limit=100', { token: adminToken });
+    expect(codes.body.data.promotionCodes.map((p: { code: string }) => p.code).sort()).toEqual(['FULL', 'GONE', 'NEWONLY', 'SPRING25']);
+    expect((await app.request('GET', '/api/v1/admin/coupons/NOPE/promotion-codes', { token: adminToken })).status).toBe(404);
+  });
+
+  it('lists enterprise accounts with their subscription, usage and webhook count', async () => {
+    const ent = await paidOwner('enterprise-list', 'enterprise');
+    for (const evt of ent.events) await deliver(evt);
+    await app.request('POST', '/api/v1/enterprise/webhooks', { token: ent.token, body: { url: `${receiver.url}/e`, events: ['*'] } });
+    const res = await app.request('GET', '/api/v1/admin/enterprises?limit=200', { token: adminToken });
+    expect(res.status, res.text).toBe(200);
+    const row = res.body.data.enterprises.find((e: { ownerId: string }) => e.ownerId === ent.ownerId);
+    expect(row).toMatchObject({ email: ent.email, status: 'active', source: 'stripe', webhooks: 1, messagesThisMonth: 0 });
+  });
+});
+
+describe('without billing configured', () => {
+  let plain: TestApp;
+  beforeAll(async () => {
+    plain = await startTestApp();
+  });
+  afterAll(async () => {
+    await plain?.stop();
+  });
+
+  it('payments answer 503 SERVICE_UNAVAILABLE; the subscription still answers; webhook-test says not configured', async () => {
+    const owner = await plain.signUp('no-billing');
+    const res = await plain.request('POST', '/api/v1/payments/checkout', { token: owner.token, body: { plan: 'premium' } });
+    expect(res.status).toBe(503);
+    expect(res.body.error).toMatchObject({ code: 'SERVICE_UNAVAILABLE', message: 'Billing is not configured on this service' });
+    expect((await plain.request('POST', '/api/v1/payments/validate-coupon', { token: owner.token, body: { code: 'X' } })).status).toBe(503);
+    expect((await plain.request('POST', '/api/v1/payments/webhook', { rawBody: Buffer.from('{}'), headers: { 'stripe-signature': 't=1,v1=00' } })).status).toBe(
+      503,
+    );
+    expect((await plain.request('GET', '/api/v1/user/subscription', { token: owner.token })).body.data.subscription).toMatchObject({
+      billingConfigured: false,
+      plan: 'free',
+    });
+    const test = await plain.request('POST', '/api/v1/payments/webhook-test', { token: owner.token, body: {} });
+    expect(test.body.data.result).toMatchObject({ configured: false, signatureVerified: false });
+  });
+});

@@ -1,0 +1,47 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+
+// An upstream's reply is stored with the turn: text PostgreSQL refuses (NUL, lone surrogates) must not turn a
+// visitor's answered question into a 500. Found by review.
+let app: TestApp;
+let upstream: Server;
+let slug: string;
+let key: string;
+let ownerToken: string;
+
+beforeAll(async () => {
+  upstream = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    // Written by hand: JSON.stringify would escape the same characters the same way; this is what a server sends.
+    res.end('{"response":"Hello\\u0000 there \\ud800 and 😀"}');
+  });
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  const port = (upstream.address() as AddressInfo).port;
+  app = await startTestApp({ OUTBOUND_ALLOW_HOSTS: `127.0.0.1:${port}` });
+  const owner = await app.signUp('storable');
+  ownerToken = owner.token;
+  const ci = await app.request('POST', '/api/v1/chat-interfaces', { token: owner.token, body: { name: 'Raw', endpointUrl: `http://127.0.0.1:${port}/bot` } });
+  slug = ci.body.data.chatInterface.slug;
+  key = (await app.request('POST', '/api/v1/api-keys', { token: owner.token, body: { name: 'k', chatInterfaceId: ci.body.data.chatInterface.id } })).body.data
+    .key;
+});
+afterAll(async () => {
+  await app?.stop();
+  upstream?.close();
+});
+
+describe('an upstream reply with text PostgreSQL refuses', () => {
+  it('is answered and stored with NUL dropped and the lone surrogate replaced (JSON and SSE)', async () => {
+    const res = await app.request('POST', `/api/v1/chat/${slug}`, { token: key, body: { message: 'hi' } });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.message).toBe('Hello there \uFFFD and 😀');
+    const streamed = await app.request('POST', `/api/v1/chat/${slug}`, { token: key, body: { message: 'again' }, headers: { accept: 'text/event-stream' } });
+    expect(streamed.status).toBe(200);
+    expect(streamed.text).toContain('"type":"complete"');
+    expect(streamed.text).not.toContain('"type":"error"');
+    const history = await app.request('GET', `/api/v1/chat-messages/history?sessionId=${res.body.sessionId}`, { token: ownerToken });
+    expect(history.body.data.messages.map((m: { content: string }) => m.content)).toContain('Hello there \uFFFD and 😀');
+  });
+});

@@ -1,0 +1,144 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { startWebhookReceiver, verifyDelivery, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
+
+/**
+ * Leads, through the real listener: a visitor asks to be contacted, gets the lead-capture form, submits it; the
+ * owner lists the leads (paginated, per interface), another owner sees none, and bad submissions are refused
+ * naming the field.
+ */
+
+let app: TestApp;
+let receiver: WebhookReceiver;
+let a: { token: string; ownerId: string };
+let b: { token: string; ownerId: string };
+let withForm: { id: string; slug: string };
+let withoutForm: { id: string; slug: string };
+
+async function makeInterface(token: string, name: string, configId: string) {
+  const res = await app.request('POST', '/api/v1/chat-interfaces', { token, body: { name, configId, public: true } });
+  expect(res.status, res.text).toBe(201);
+  return { id: res.body.data.chatInterface.id as string, slug: res.body.data.chatInterface.slug as string };
+}
+
+async function visitorToken(slug: string) {
+  const res = await app.request('POST', `/api/v1/chat/${slug}/visitor-sessions`, { body: {} });
+  expect(res.status).toBe(201);
+  return res.body.data.token as string;
+}
+
+const submit = (slug: string, token: string, body: Record<string, unknown>) => app.request('POST', `/api/v1/chat/${slug}/leads`, { token, body });
+
+beforeAll(async () => {
+  receiver = await startWebhookReceiver();
+  app = await startTestApp({ OUTBOUND_ALLOW_HOSTS: receiver.hostPort });
+  a = await app.signUp('leads-a');
+  b = await app.signUp('leads-b');
+  const kb = (await app.request('POST', '/api/v1/knowledge-base/configs', { token: a.token, body: { name: 'Sales' } })).body.data.config.id;
+  const tools = await app.request('PATCH', `/api/v1/knowledge-base/configs/${kb}/tools`, {
+    token: a.token,
+    body: { tools: [{ name: 'lead_capture', enabled: true }] },
+  });
+  expect(tools.status, tools.text).toBe(200);
+  const plainKb = (await app.request('POST', '/api/v1/knowledge-base/configs', { token: a.token, body: { name: 'No form' } })).body.data.config.id;
+  withForm = await makeInterface(a.token, 'Sales chat', kb);
+  withoutForm = await makeInterface(a.token, 'Plain chat', plainKb);
+});
+afterAll(async () => {
+  await app?.stop();
+  await receiver?.close();
+});
+
+describe('leads', () => {
+  it('a visitor who asks to be contacted gets the form, submits it, and the owner finds the lead', async () => {
+    const token = await visitorToken(withForm.slug);
+    const chat = await app.request('POST', `/api/v1/chat/${withForm.slug}/visitor-messages`, {
+      token,
+      body: { message: 'Can someone contact me? Please call me back.' },
+    });
+    expect(chat.status, chat.text).toBe(200);
+    expect(chat.body.toolCalls[0].name).toBe('lead_capture');
+    expect(chat.body.formConfig.fields.map((f: { name: string }) => f.name)).toEqual(['name', 'email', 'phone']);
+
+    const created = await submit(withForm.slug, token, { sessionId: chat.body.sessionId, fields: { name: 'Ada Lovelace', email: 'ada@example.com' } });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body.data.lead).toMatchObject({ id: expect.any(String), createdAt: expect.any(String) });
+
+    const listed = await app.request('GET', `/api/v1/leads?chatInterfaceId=${withForm.id}`, { token: a.token });
+    expect(listed.status).toBe(200);
+    expect(listed.body.data.leads[0]).toMatchObject({
+      id: created.body.data.lead.id,
+      chatInterfaceId: withForm.id,
+      sessionId: chat.body.sessionId,
+      fields: { name: 'Ada Lovelace', email: 'ada@example.com' },
+    });
+    expect((await app.request('GET', '/api/v1/leads', { token: b.token })).body.data.leads).toEqual([]);
+    expect((await app.request('GET', `/api/v1/leads?chatInterfaceId=${withForm.id}`, { token: b.token })).body.data.leads).toEqual([]);
+  });
+
+  it('refuses bad submissions naming the field; a form-less interface 403; a session of another visitor 404', async () => {
+    const token = await visitorToken(withForm.slug);
+    const bad = async (fields: Record<string, unknown>, details: string) => {
+      const res = await submit(withForm.slug, token, { fields });
+      expect(res.status, JSON.stringify(fields)).toBe(400);
+      expect(res.body.error.details).toContain(details);
+    };
+    await bad({ name: 'Ada', email: 'nope' }, 'fields.email');
+    await bad({ email: 'ada@example.com' }, 'fields.name');
+    await bad({ name: 'Ada', email: 'ada@example.com', salary: '1' }, 'fields.salary');
+    await bad({ name: 'Ada', email: 'ada@example.com', phone: 'never' }, 'fields.phone');
+    await bad({ name: 42, email: 'ada@example.com' }, 'fields.name');
+
+    expect((await submit(withoutForm.slug, await visitorToken(withoutForm.slug), { fields: { name: 'Ada' } })).status).toBe(403);
+    const someoneElse = await visitorToken(withForm.slug);
+    const theirs = await app.request('POST', `/api/v1/chat/${withForm.slug}/visitor-messages`, { token: someoneElse, body: { message: 'hello' } });
+    expect((await submit(withForm.slug, token, { sessionId: theirs.body.sessionId, fields: { name: 'Ada', email: 'ada@example.com' } })).status).toBe(404);
+    expect((await submit(withForm.slug, await visitorToken(withoutForm.slug), { fields: { name: 'Ada', email: 'ada@example.com' } })).status).toBe(403);
+    expect((await app.request('POST', `/api/v1/chat/${withForm.slug}/leads`, { body: { fields: { name: 'Ada' } } })).status).toBe(401);
+  });
+
+  it('pages newest first without repeats; a crafted cursor is a 400', async () => {
+    const token = await visitorToken(withForm.slug);
+    for (let i = 0; i < 5; i++) {
+      expect((await submit(withForm.slug, token, { fields: { name: `Lead ${i}`, email: `lead${i}@example.com` } })).status).toBe(201);
+    }
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    const sizes: number[] = [];
+    do {
+      const page: { status: number; body: any } = await app.request('GET', `/api/v1/leads?limit=2${cursor ? `&cursor=${cursor}` : ''}`, { token: a.token });
+      expect(page.status).toBe(200);
+      sizes.push(page.body.data.leads.length);
+      seen.push(...page.body.data.leads.map((l: { id: string }) => l.id));
+      cursor = page.body.data.nextCursor;
+    } while (cursor);
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(seen.length).toBe(6);
+    expect(sizes).toEqual([2, 2, 2]);
+    const newestFirst = await app.request('GET', '/api/v1/leads?limit=5', { token: a.token });
+    expect(newestFirst.body.data.leads.map((l: { fields: { name: string } }) => l.fields.name).slice(0, 5)).toEqual([
+      'Lead 4',
+      'Lead 3',
+      'Lead 2',
+      'Lead 1',
+      'Lead 0',
+    ]);
+    expect((await app.request('GET', '/api/v1/leads?cursor=bm90LWEtY3Vyc29y', { token: a.token })).status).toBe(400);
+    expect((await app.request('GET', '/api/v1/leads?limit=0', { token: a.token })).status).toBe(400);
+  });
+
+  it("a lead reaches the owner's webhook as lead.created, signed", async () => {
+    await app.deps.database.db.updateTable('owners').set({ plan: 'enterprise' }).where('id', '=', a.ownerId).execute();
+    const hook = await app.request('POST', '/api/v1/enterprise/webhooks', { token: a.token, body: { url: receiver.url, events: ['lead.created'] } });
+    expect(hook.status, hook.text).toBe(201);
+    const token = await visitorToken(withForm.slug);
+    const created = await submit(withForm.slug, token, { fields: { name: 'Grace Hopper', email: 'grace@example.com', phone: '+1 555 0100' } });
+    expect(created.status).toBe(201);
+    const [delivery] = await receiver.waitFor(1);
+    const payload = verifyDelivery(hook.body.data.secret, delivery!);
+    expect(payload).toMatchObject({
+      type: 'lead.created',
+      data: { id: created.body.data.lead.id, chatInterfaceId: withForm.id, fields: { name: 'Grace Hopper', email: 'grace@example.com', phone: '+1 555 0100' } },
+    });
+  });
+});
