@@ -129,7 +129,15 @@ export const configSchema = z.object({
   DOMAIN_ADDRESSES: list.pipe(z.array(z.union([z.ipv4(), z.ipv6()]))),
   /** Hostnames no owner may claim (the hosts of PUBLIC_ORIGINS and DOMAIN_CNAME_TARGET are reserved too). */
   RESERVED_HOSTNAMES: list,
-  /** An ACME directory (Let's Encrypt: https://acme-v02.api.letsencrypt.org/directory): certificates for active domains. */
+  /**
+   * Certificates of custom domains. acme: this service obtains them over ACME and serves them by SNI; proxy: a
+   * proxy in front terminates TLS (it asks GET /api/v1/domains/route-public before obtaining one), and ssl-status
+   * reads what it serves; off: neither. Default: acme when ACME_DIRECTORY_URL is set, otherwise off.
+   */
+  TLS_MODE: z.enum(['acme', 'proxy', 'off']).optional(),
+  /** In proxy mode, the port where the proxy serves HTTPS for custom domains. */
+  TLS_PROXY_PORT: z.coerce.number().int().min(1).max(65535).default(443),
+  /** An ACME directory (Let's Encrypt's when TLS_MODE=acme and this is unset): certificates for active domains. */
   ACME_DIRECTORY_URL: z.string().url().optional(),
   ACME_EMAIL: z.string().email().optional(),
   /** CAA issuer domains that name our CA: a domain whose CAA records allow none of them is not attempted. */
@@ -144,7 +152,19 @@ const configRules = configSchema.superRefine((c, ctx) => {
     ctx.addIssue({ code: 'custom', path: ['OIDC_AUDIENCE'], message: 'is required when OIDC_ISSUER is set (your client id at the provider)' });
 });
 
-export type Config = z.infer<typeof configSchema>;
+export const LETS_ENCRYPT_DIRECTORY = 'https://acme-v02.api.letsencrypt.org/directory';
+
+/** Settings derived from others: the TLS mode of custom domains and, in acme mode, the directory. */
+const resolvedConfig = configRules.transform((c) => {
+  const tlsMode = c.TLS_MODE ?? (c.ACME_DIRECTORY_URL ? 'acme' : 'off');
+  return {
+    ...c,
+    TLS_MODE: tlsMode,
+    ACME_DIRECTORY_URL: tlsMode === 'acme' ? (c.ACME_DIRECTORY_URL ?? LETS_ENCRYPT_DIRECTORY) : undefined,
+  };
+});
+
+export type Config = z.output<typeof resolvedConfig>;
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -156,7 +176,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const value = env[key]?.trim();
     if (value !== undefined && value !== '') picked[key] = value;
   }
-  const parsed = configRules.safeParse(picked);
+  const parsed = resolvedConfig.safeParse(picked);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);

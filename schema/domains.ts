@@ -76,15 +76,22 @@ export const certificateFailedEventSchema = domainEventSchema.extend({ reason: z
 
 export const sslStatusSchema = z.object({
   hostname: z.string(),
-  mode: z
-    .enum(['acme', 'off'])
-    .meta({ description: 'acme: the service obtains certificates (ACME_DIRECTORY_URL); off: TLS for custom domains is left to a proxy' }),
-  status: z.enum(['none', 'pending', 'issued', 'renewing', 'failed']),
+  mode: z.enum(['acme', 'proxy', 'off']).meta({
+    description:
+      'acme: the service obtains and serves certificates itself; proxy: a proxy in front terminates TLS and this reports what it serves, read now with a TLS handshake; off: neither (TLS_MODE)',
+  }),
+  status: z.enum(['none', 'pending', 'issued', 'renewing', 'failed']).meta({
+    description:
+      'proxy mode: issued when the certificate served is trusted, covers the hostname and is within its dates; failed when it is not; pending when none could be read yet',
+  }),
   reason: z.string().nullable(),
   issuer: z.string().nullable(),
   notBefore: timestamp.nullable(),
   notAfter: timestamp.nullable(),
-  renewsAt: timestamp.nullable(),
+  serialNumber: z.string().nullable().meta({ description: 'Hexadecimal, upper case' }),
+  fingerprintSha256: z.string().nullable().meta({ description: 'SHA-256 of the DER certificate, colon-separated hexadecimal' }),
+  renewsAt: timestamp.nullable().meta({ description: 'acme mode: when the renewal job runs' }),
+  checkedAt: timestamp.nullable().meta({ description: 'proxy mode: when the served certificate was read' }),
 });
 
 export const adminDomainsInput = z.object({

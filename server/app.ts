@@ -102,7 +102,7 @@ export async function startApp(config: Config, options: { database?: Database; l
     domainRoutes: createDomainRouteCache({ ttlMs: DOMAIN_ROUTE_TTL_MS, maxEntries: 10_000 }),
     domainCertificates: createCertificateStore({ db: database.db, secrets, ttlMs: 60_000, maxEntries: 10_000 }),
   };
-  if (config.ACME_DIRECTORY_URL) installAcmeTransport(http, config.OUTBOUND_TIMEOUT_MS);
+  if (config.TLS_MODE === 'acme') installAcmeTransport(http, config.OUTBOUND_TIMEOUT_MS);
   const cache = deps.apiKeyCache;
   const stopListening = await database.listen(API_KEY_CHANGES_CHANNEL, {
     onNotify: () => cache.invalidate(),

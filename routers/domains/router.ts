@@ -23,8 +23,8 @@ import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import { checkOwnership, type DnsReport, expectedRecords, inspectDns } from './dns-check.ts';
 import { applyDnsReport, domainEventData as eventData } from './verification.ts';
 import { queueRechecks } from './jobs.ts';
-import { queueCertificate, renewalTime } from './certificates.ts';
-import { findCertificate } from './certificate-repository.ts';
+import { queueCertificate } from './certificates.ts';
+import { sslStatusOf } from './ssl-status.ts';
 import { normalizeHostname } from './hostname.ts';
 import * as repo from './repository.ts';
 
@@ -253,7 +253,7 @@ export const domainsRouter = router({
       );
       ctx.deps.domainRoutes.forget(row.row.hostname);
       ctx.deps.domainCertificates.forget(row.row.hostname);
-      if (row.changed && ctx.deps.config.ACME_DIRECTORY_URL) await queueCertificate(ctx.deps, row.row.id);
+      if (row.changed && ctx.deps.config.TLS_MODE === 'acme') await queueCertificate(ctx.deps, row.row.id);
       return { domain: toDomain(row.row, ctx.deps.config) };
     }),
 
@@ -335,7 +335,7 @@ export const domainsRouter = router({
         tags,
         summary: 'The certificate of the domain: none, pending, issued (with its dates), renewing, or failed with the reason',
         description:
-          'Certificates are obtained over ACME when ACME_DIRECTORY_URL is set (mode acme), once the domain is active, and renewed at two thirds of their lifetime.',
+          'Mode acme (TLS_MODE): certificates are obtained over ACME once the domain is active and renewed at two thirds of their lifetime. Mode proxy: the certificate the proxy serves at the active domain, read now with a TLS handshake (at most 5 s).',
         protect: true,
       },
     })
@@ -343,19 +343,7 @@ export const domainsRouter = router({
     .output(z.object({ ssl: sslStatusSchema }))
     .query(async ({ ctx, input }) => {
       const row = await ownedDomain(ctx, input.id);
-      const cert = await findCertificate(ctx.deps.database.db, row.id);
-      return {
-        ssl: {
-          hostname: row.hostname,
-          mode: ctx.deps.config.ACME_DIRECTORY_URL ? ('acme' as const) : ('off' as const),
-          status: cert?.status ?? ('none' as const),
-          reason: cert?.reason ?? null,
-          issuer: cert?.cert_pem ? cert.issuer : null,
-          notBefore: toIso(cert?.not_before ?? null),
-          notAfter: toIso(cert?.not_after ?? null),
-          renewsAt: cert?.not_before && cert.not_after ? renewalTime(cert.not_before, cert.not_after).toISOString() : null,
-        },
-      };
+      return { ssl: await sslStatusOf(ctx.deps, row) };
     }),
 
   sync: ownerProcedure

@@ -621,3 +621,67 @@ describe('connection reuse', () => {
     expect(lookupCalls.hosts).toEqual(['rebind.test', 'rebind.test', 'rebind.test']);
   });
 });
+
+describe('inspectTls', () => {
+  let tlsServer: import('node:tls').Server;
+  let tlsPort: number;
+  let resetPort: number;
+  let resetServer: import('node:tls').Server;
+  beforeAll(async () => {
+    const tls = await import('node:tls');
+    const { generate } = await import('selfsigned');
+    const pems = await generate([{ name: 'commonName', value: 'inspect.example' }], { keyType: 'ec', curve: 'P-256', algorithm: 'sha256' } as never);
+    tlsServer = tls.createServer({ key: pems.private, cert: pems.cert }, (socket) => socket.end());
+    // Resets every connection right after the handshake.
+    resetServer = tls.createServer({ key: pems.private, cert: pems.cert }, (socket) => socket.destroy());
+    await new Promise<void>((resolve) => tlsServer.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => resetServer.listen(0, '127.0.0.1', resolve));
+    tlsPort = (tlsServer.address() as AddressInfo).port;
+    resetPort = (resetServer.address() as AddressInfo).port;
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => tlsServer.close(resolve));
+    await new Promise((resolve) => resetServer.close(resolve));
+  });
+
+  it('refuses a non-public address before connecting, through the same guard', async () => {
+    const client = createGuardedHttpClient({ allowHosts: [] });
+    await expect(client.inspectTls(`https://127.0.0.1:${tlsPort}/`)).rejects.toMatchObject({ kind: 'blocked_address' });
+    const resolved = client.inspectTls(`https://inspect.example:${tlsPort}/`, { resolveAddresses: async () => ['127.0.0.1'] });
+    await expect(resolved).rejects.toMatchObject({ kind: 'blocked_address' });
+  });
+
+  it('reports the certificate served, untrusted chain included, resolving with the given resolver', async () => {
+    const client = createGuardedHttpClient({ allowHosts: [`inspect.example:${tlsPort}`, `inspect.example:${resetPort}`] });
+    const asked: string[] = [];
+    const served = await client.inspectTls(`https://inspect.example:${tlsPort}/`, {
+      resolveAddresses: async (host) => {
+        asked.push(host);
+        return ['127.0.0.1'];
+      },
+    });
+    expect(asked).toEqual(['inspect.example']);
+    expect(served.chainTrusted).toBe(false);
+    expect(served.chainError).toMatch(/SELF_SIGNED|self-signed/i);
+    expect(served.peer.subject.CN).toBe('inspect.example');
+    expect(served.raw.length).toBeGreaterThan(100);
+    // A reset right after the handshake still yields the certificate or a mapped error, never an unhandled one.
+    const reset = await client.inspectTls(`https://inspect.example:${resetPort}/`, { resolveAddresses: async () => ['127.0.0.1'] }).then(
+      (r) => r.peer.subject.CN,
+      (e: OutboundError) => e.kind,
+    );
+    expect(['inspect.example', 'connection_failed', 'tls_error']).toContain(reset);
+  });
+
+  it('only https has a certificate; a silent server times out', async () => {
+    const client = createGuardedHttpClient({ allowHosts: ['127.0.0.1:1'] });
+    await expect(client.inspectTls('http://127.0.0.1:1/')).rejects.toMatchObject({ kind: 'invalid_url' });
+    const silent = await startServer('127.0.0.1', () => undefined);
+    const slow = createGuardedHttpClient({ allowHosts: [`127.0.0.1:${silent.port}`] });
+    // A plain-HTTP server never answers a ClientHello.
+    await expect(slow.inspectTls(`https://127.0.0.1:${silent.port}/`, { timeoutMs: 300 })).rejects.toMatchObject({
+      kind: expect.stringMatching(/timeout|tls_error|connection_failed/),
+    });
+    await stopServer(silent);
+  });
+});

@@ -87,6 +87,26 @@ export interface GuardedHttpClient {
   isAllowListed(url: string): boolean;
   /** Same idea, streaming: returns status/headers and a Node Readable of the (decompressed, size-capped) body, for SSE upstreams. */
   stream(url: string, init?: GuardedRequest): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Readable }>;
+  /**
+   * A TLS handshake with `https://host:port` under the same address rule, reporting the certificate served there
+   * whether or not it is valid (the caller judges it): for reading what a proxy serves at a custom domain.
+   */
+  inspectTls(url: string, init?: TlsInspection): Promise<ServedCertificate>;
+}
+
+export interface TlsInspection {
+  timeoutMs?: number;
+  /** Resolves the host instead of the system's resolver (the service's DNS_SERVERS); its answers are checked the same way. */
+  resolveAddresses?: (hostname: string) => Promise<string[]>;
+}
+
+export interface ServedCertificate {
+  /** The leaf certificate, DER. */
+  raw: Buffer;
+  /** The chain verified against the trusted roots; hostname is not part of it (check with tls.checkServerIdentity). */
+  chainTrusted: boolean;
+  chainError: string | null;
+  peer: tls.PeerCertificate;
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -132,9 +152,12 @@ export function createGuardedHttpClient(options: GuardedClientOptions): GuardedH
   const defaultTimeoutMs = options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS;
   const defaultMaxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   const userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
-  const agents = new AgentPool(MAX_POOLED_TARGETS, options.extraCa ? [...tls.rootCertificates, options.extraCa] : undefined);
+  const trustedRoots = options.extraCa ? [...tls.rootCertificates, options.extraCa] : undefined;
+  const agents = new AgentPool(MAX_POOLED_TARGETS, trustedRoots);
 
-  async function resolveTarget(url: URL): Promise<Target> {
+  const systemAddresses = async (hostname: string) => (await dnsLookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
+
+  async function resolveTarget(url: URL, resolveAddresses: (hostname: string) => Promise<string[]> = systemAddresses): Promise<Target> {
     const hostname = stripBrackets(url.hostname);
     const port = effectivePort(url);
     const exempt = allowed.has(`${hostKey(hostname)}:${port}`);
@@ -148,9 +171,9 @@ export function createGuardedHttpClient(options: GuardedClientOptions): GuardedH
       return { connectHost: literal, address: literal, family: literal.includes(':') ? 6 : 4, servername: undefined, exempt };
     }
 
-    let answers: Array<{ address: string; family: number }>;
+    let answers: string[];
     try {
-      answers = await dnsLookup(hostname, { all: true, verbatim: true });
+      answers = await resolveAddresses(hostname);
     } catch (err) {
       throw new OutboundError('dns_failure', `could not resolve host ${hostname} (${errorCode(err) ?? 'lookup failed'})`);
     }
@@ -160,15 +183,15 @@ export function createGuardedHttpClient(options: GuardedClientOptions): GuardedH
     // an internal record and wins whenever the internal one gets picked.
     // The address is deliberately left out of the message (no internal DNS oracle).
     for (const answer of answers) {
-      const ip = parseIpLiteral(answer.address);
+      const ip = parseIpLiteral(answer);
       if (ip === null || (!exempt && !isPublicAddress(ip))) {
         throw new OutboundError('blocked_address', `host ${hostname} resolves to a non-public address`);
       }
     }
     return {
       connectHost: hostname,
-      address: first.address,
-      family: first.family === 6 ? 6 : 4,
+      address: first,
+      family: first.includes(':') ? 6 : 4,
       servername: hostname.replace(/\.$/, ''),
       exempt,
     };
@@ -286,6 +309,38 @@ export function createGuardedHttpClient(options: GuardedClientOptions): GuardedH
     async stream(url, init = {}) {
       const opened = await open(url, init);
       return { status: opened.status, headers: opened.headers, body: opened.body };
+    },
+
+    async inspectTls(urlText, init = {}) {
+      const url = validateUrl(urlText);
+      if (url.protocol !== 'https:') throw new OutboundError('invalid_url', 'only https URLs have a certificate to inspect');
+      const exchange = new Exchange({ origin: describeOrigin(url), isHttps: true }, init.timeoutMs ?? defaultTimeoutMs, undefined);
+      const target = await exchange.race(resolveTarget(url, init.resolveAddresses));
+      const inspected = exchange.race(
+        new Promise<ServedCertificate>((resolve) => {
+          // Verification is judged, not enforced: a bad certificate is the answer, not an error.
+          const socket = tls.connect({
+            host: target.address,
+            port: effectivePort(url),
+            ...(target.servername ? { servername: target.servername } : {}),
+            rejectUnauthorized: false,
+            ...(trustedRoots ? { ca: trustedRoots } : {}),
+          });
+          exchange.onFail(() => socket.destroy());
+          // Kept for the socket's whole life: a reset after the handshake must not become an unhandled error.
+          socket.on('error', (err) => exchange.fail(err));
+          socket.once('secureConnect', () => {
+            const peer = socket.getPeerCertificate(false);
+            const error = socket.authorizationError;
+            resolve({ raw: peer.raw, chainTrusted: socket.authorized, chainError: error ? String(error) : null, peer });
+            socket.end();
+          });
+        }),
+      );
+      const served = await inspected;
+      exchange.complete();
+      if (!served.raw) throw new OutboundError('tls_error', `${describeOrigin(url)} served no certificate`);
+      return served;
     },
   };
 }
