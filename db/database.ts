@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { connect as connectTcp, type Socket } from 'node:net';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
+import { btree_gist } from '@electric-sql/pglite/contrib/btree_gist';
 import { Kysely, sql } from 'kysely';
 import { PostgresJSDialect } from 'kysely-postgres-js';
 import postgres from 'postgres';
@@ -131,7 +132,7 @@ async function listenPostgres(url: string, channel: string, listener: ChangeList
 /** Embedded PGlite in a data directory (the zero-setup default). Never open one directory from two processes. */
 export async function openPGlite(options: { dataDir?: string; loadDataDir?: Blob }): Promise<Database> {
   if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
-  const pglite = await PGlite.create({ dataDir: options.dataDir, loadDataDir: options.loadDataDir, extensions: { vector } });
+  const pglite = await PGlite.create({ dataDir: options.dataDir, loadDataDir: options.loadDataDir, extensions: { vector, btree_gist } });
   const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) });
   // One in-process connection: notifications arrive before the notifying statement's result, and are never lost.
   // LISTEN and UNLISTEN go through the dialect's lock, so they never land inside another caller's transaction.

@@ -1,2 +1,5 @@
 /** Postgres unique violation (SQLSTATE 23505), as raised by both postgres.js and PGlite. */
 export const isUniqueViolation = (error: unknown) => (error as { code?: string } | null)?.code === '23505';
+
+/** Postgres exclusion-constraint violation (SQLSTATE 23P01): two rows the constraint says may not coexist. */
+export const isExclusionViolation = (error: unknown) => (error as { code?: string } | null)?.code === '23P01';

@@ -239,6 +239,47 @@ export interface DomainCertificatesTable {
   updated_at: Generated<Date>;
 }
 
+export interface BookingAvailabilityTable {
+  chat_interface_id: string;
+  owner_id: string;
+  time_zone: string;
+  weekly: unknown;
+  overrides: unknown;
+  slot_minutes: number;
+  interval_minutes: number;
+  buffer_before_minutes: number;
+  buffer_after_minutes: number;
+  min_notice_minutes: number;
+  max_days_ahead: number;
+  max_per_day: number | null;
+  updated_at: Generated<Date>;
+}
+
+export interface BookingsTable {
+  id: string;
+  owner_id: string;
+  chat_interface_id: string;
+  status: 'confirmed' | 'cancelled';
+  source: 'api' | 'manual' | 'chat';
+  start_at: Date;
+  end_at: Date;
+  exclusive: Generated<boolean>;
+  attendee_name: string;
+  attendee_email: string;
+  attendee_phone: string | null;
+  attendee_time_zone: string;
+  notes: string | null;
+  visitor_id: string | null;
+  session_id: string | null;
+  cancel_token_hash: string;
+  sequence: Generated<number>;
+  cancel_reason: string | null;
+  cancelled_by: 'owner' | 'attendee' | null;
+  cancelled_at: Date | null;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
 export interface AcmeChallengesTable {
   token: string;
   key_authorization: string;
@@ -362,6 +403,8 @@ export interface DB {
   domain_certificates: DomainCertificatesTable;
   acme_challenges: AcmeChallengesTable;
   acme_accounts: AcmeAccountsTable;
+  booking_availability: BookingAvailabilityTable;
+  bookings: BookingsTable;
   chat_messages: ChatMessagesTable;
   jobs: JobsTable;
   kb_configs: KbConfigsTable;

@@ -4,6 +4,8 @@ import { apiKeysRouter } from './api-keys/router.ts';
 import { authRouter } from './auth/router.ts';
 import { billingRouter } from './billing/router.ts';
 import { billingAdminRouter } from './billing/admin-router.ts';
+import { bookingsRouter } from './bookings/router.ts';
+import { bookingsVisitorRouter } from './bookings/visitor-router.ts';
 import { domainsRouter } from './domains/router.ts';
 import { domainsAdminRouter } from './domains/admin-router.ts';
 import { cacheRouter } from './cache/router.ts';
@@ -24,6 +26,8 @@ export const appRouter = router({
   auth: authRouter,
   billing: billingRouter,
   billingAdmin: billingAdminRouter,
+  bookings: bookingsRouter,
+  bookingsVisitor: bookingsVisitorRouter,
   domains: domainsRouter,
   domainsAdmin: domainsAdminRouter,
   admin: adminRouter,

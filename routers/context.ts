@@ -16,6 +16,7 @@ import type { Stripe } from '../adapters/outbound/billing/stripe-client.ts';
 import type { DnsLookup } from '../adapters/outbound/dns/resolver.ts';
 import type { DomainRouteCache } from './domains/routes.ts';
 import type { CertificateStore } from './domains/certificate-store.ts';
+import type { Mailer } from '../adapters/outbound/mail/mailer.ts';
 
 /** Everything the procedures may use. Built once per process in server/app.ts; never a container. */
 export interface AppDeps {
@@ -43,6 +44,8 @@ export interface AppDeps {
   domainRoutes: DomainRouteCache;
   /** Custom domains' certificates for the listener's SNI callback. */
   domainCertificates: CertificateStore;
+  /** Outbound mail (SMTP_URL; logged when unset). */
+  mailer: Mailer;
 }
 
 /** Per-request context, identical for REST, tRPC and GraphQL. */

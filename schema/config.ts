@@ -137,6 +137,20 @@ export const configSchema = z.object({
   TLS_MODE: z.enum(['acme', 'proxy', 'off']).optional(),
   /** In proxy mode, the port where the proxy serves HTTPS for custom domains. */
   TLS_PROXY_PORT: z.coerce.number().int().min(1).max(65535).default(443),
+  /** smtp:// or smtps:// with credentials: booking and support mail. Unset: mail is logged (recipients, subject), not sent. */
+  SMTP_URL: z
+    .string()
+    .url()
+    .refine((u) => /^smtps?:\/\//.test(u), 'must be an smtp:// or smtps:// URL')
+    .optional(),
+  MAIL_FROM: z.string().max(254).default('Chat interfaces <no-reply@localhost>'),
+  /** Minutes before a booking's start when its attendee gets a reminder (0: none). */
+  BOOKING_REMINDER_MINUTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(60 * 24 * 14)
+    .default(24 * 60),
   /** An ACME directory (Let's Encrypt's when TLS_MODE=acme and this is unset): certificates for active domains. */
   ACME_DIRECTORY_URL: z.string().url().optional(),
   ACME_EMAIL: z.string().email().optional(),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { bookingEventSchema } from './bookings.ts';
 import { idParam, queryInt, saveWarningsSchema, timestamp } from './common.ts';
 import { apiKeySchema } from './api-keys.ts';
 import { chatInterfaceSchema } from './chat-interfaces.ts';
@@ -47,6 +48,8 @@ export const WEBHOOK_EVENTS = {
   'domain.activated': domainEventSchema,
   'domain.deactivated': domainEventSchema,
   'domain.certificate_failed': certificateFailedEventSchema,
+  'booking.created': bookingEventSchema,
+  'booking.cancelled': bookingEventSchema,
   'webhook.test': z.object({ webhookId: z.string(), message: z.string() }),
   'webhook.disabled': z.object({ webhookId: z.string(), url: z.string(), reason: z.enum(['gone', 'failing']), message: z.string() }),
 } as const;

@@ -40,6 +40,9 @@ import { createDnsLookup } from '../adapters/outbound/dns/resolver.ts';
 import { createDomainRouteCache } from '../routers/domains/routes.ts';
 import { domainJobHandlers } from '../routers/domains/jobs.ts';
 import { certificateJobHandlers } from '../routers/domains/certificates.ts';
+import { bookingMailJobHandlers } from '../routers/bookings/mail.ts';
+import { cancelTokenOf } from '../routers/bookings/booking-service.ts';
+import { createMailer } from '../adapters/outbound/mail/mailer.ts';
 import { createCertificateStore } from '../routers/domains/certificate-store.ts';
 import { installAcmeTransport } from '../adapters/outbound/acme/acme-client.ts';
 import { API_KEY_CHANGES_CHANNEL } from '../db/migrations/0006_api_key_change_notify.ts';
@@ -101,6 +104,7 @@ export async function startApp(config: Config, options: { database?: Database; l
     dns: createDnsLookup({ servers: config.DNS_SERVERS, timeoutMs: config.DNS_TIMEOUT_MS }),
     domainRoutes: createDomainRouteCache({ ttlMs: DOMAIN_ROUTE_TTL_MS, maxEntries: 10_000 }),
     domainCertificates: createCertificateStore({ db: database.db, secrets, ttlMs: 60_000, maxEntries: 10_000 }),
+    mailer: createMailer({ smtpUrl: config.SMTP_URL, from: config.MAIL_FROM, logger }),
   };
   if (config.TLS_MODE === 'acme') installAcmeTransport(http, config.OUTBOUND_TIMEOUT_MS);
   const cache = deps.apiKeyCache;
@@ -115,7 +119,12 @@ export async function startApp(config: Config, options: { database?: Database; l
   const sweepers: Array<ReturnType<typeof setInterval>> = [];
   if (config.JOB_CONCURRENCY > 0) {
     deps.jobs.start(
-      { ...knowledgeBaseJobHandlers(deps), ...domainJobHandlers(deps), ...certificateJobHandlers(deps) },
+      {
+        ...knowledgeBaseJobHandlers(deps),
+        ...domainJobHandlers(deps),
+        ...certificateJobHandlers(deps),
+        ...bookingMailJobHandlers(deps, (id) => cancelTokenOf(deps, id)),
+      },
       { concurrency: config.JOB_CONCURRENCY, leaseMs: config.JOB_LEASE_MS, onlyHandledKinds: true },
     );
     await requeueOrphanedDocuments(deps);
@@ -200,6 +209,7 @@ export async function startApp(config: Config, options: { database?: Database; l
         // Within main.ts's 10 s shutdown bound: handlers still running after 8 s are released, not left leased.
         await Promise.all([deps.jobs.stop(8_000), deps.webhookJobs.stop(8_000)]);
         await deps.documentPool.close();
+        await deps.mailer.close();
         await rateLimiter.close();
         await stopListening();
         await database.close();

@@ -8,6 +8,7 @@ import type { KeyInterface } from '../auth/principal.ts';
 import * as repo from './repository.ts';
 import { runChatBackend, streamChatBackend, type ChatBackendInput, type ChatBackendReply } from './backend.ts';
 import { selectToolCalls } from './tools.ts';
+import { offerSlots } from '../bookings/offer.ts';
 
 const sessionNotFound = () => new AppError('NOT_FOUND', 'Session not found');
 /** History carried to an external endpoint when no knowledge-base memory setting applies. */
@@ -76,8 +77,16 @@ export async function prepareChat(
       requestId,
     },
     session: { id: sessionId, chatInterfaceId: iface.id, ownerId: iface.owner_id, isNew, visitorId },
-    tools: selectToolCalls(input.message, kb?.tools ?? []),
+    tools: await withOfferedSlots(deps, iface, selectToolCalls(input.message, kb?.tools ?? [])),
   };
+}
+
+/** A booking tool call carries the interface's next free slots, read now. */
+async function withOfferedSlots(deps: Pick<AppDeps, 'database'>, iface: { id: string; slug: string }, tools: ReturnType<typeof selectToolCalls>) {
+  const booking = tools.toolCalls.find((call) => call.name === 'book_slot');
+  if (!booking) return tools;
+  const offer = await offerSlots(deps, iface, booking.arguments);
+  return { ...tools, toolCalls: tools.toolCalls.map((call) => (call === booking ? { name: call.name, arguments: offer } : call)) };
 }
 
 async function record(deps: Pick<AppDeps, 'database' | 'webhookJobs'>, prepared: PreparedChat, reply: { text: string; sources: unknown[]; usage: unknown }) {

@@ -25,22 +25,13 @@ const leadCaptureConfig = z.object({
   submitLabel: z.string().max(50).default('Send'),
 });
 
+/**
+ * The booking tool refers to the booking hours of the chat interface the visitor talks to (PUT
+ * /api/v1/chat-interfaces/{id}/availability): slot length, zone and rules live there, not here.
+ */
 const bookSlotConfig = z.object({
-  durationMinutes: z.number().int().min(5).max(480).default(30),
-  timezone: z
-    .string()
-    .min(1)
-    .max(64)
-    .refine((zone) => {
-      try {
-        new Intl.DateTimeFormat('en', { timeZone: zone });
-        return true;
-      } catch {
-        return false;
-      }
-    }, 'must be an IANA time zone such as Europe/Berlin')
-    .default('UTC'),
-  daysAhead: z.number().int().min(1).max(90).default(14),
+  slotsOffered: z.number().int().min(1).max(20).default(6).meta({ description: 'How many of the next free slots the chat offers' }),
+  daysAhead: z.number().int().min(1).max(62).default(14).meta({ description: 'How far ahead the chat looks for them' }),
 });
 
 export const TOOL_REGISTRY = {
@@ -49,7 +40,7 @@ export const TOOL_REGISTRY = {
     config: leadCaptureConfig,
   },
   book_slot: {
-    description: 'Books a time slot for the visitor (uses the bookings area)',
+    description: "Offers the next free slots of the chat interface's booking hours and books the one the visitor picks",
     config: bookSlotConfig,
   },
 } as const;

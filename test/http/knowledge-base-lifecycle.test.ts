@@ -103,14 +103,14 @@ describe('knowledge-base lifecycle', () => {
     }
   });
 
-  it('book_slot time zones are validated', async () => {
+  it('book_slot settings are validated', async () => {
     const owner = await app.signUp('scheme');
     const kb = (await app.request('POST', '/api/v1/knowledge-base/configs', { token: owner.token, body: {} })).body.data.config.id;
     const bad = await app.request('PATCH', `/api/v1/knowledge-base/configs/${kb}/tools`, {
       token: owner.token,
-      body: { tools: [{ name: 'book_slot', enabled: true, config: { timezone: 'Foo/Bar' } }] },
+      body: { tools: [{ name: 'book_slot', enabled: true, config: { daysAhead: 400 } }] },
     });
     expect(bad.status).toBe(400);
-    expect(bad.body.error.details).toContain('timezone');
+    expect(bad.body.error.details).toContain('daysAhead');
   });
 });

@@ -105,16 +105,16 @@ describe('knowledge-base configurations', () => {
     expect(bad.status).toBe(400);
     const badConfig = await app.request('PATCH', `/api/v1/knowledge-base/configs/${configId}/tools`, {
       token: a.token,
-      body: { tools: [{ name: 'book_slot', enabled: true, config: { durationMinutes: 1 } }] },
+      body: { tools: [{ name: 'book_slot', enabled: true, config: { slotsOffered: 0 } }] },
     });
     expect(badConfig.status).toBe(400);
-    expect(badConfig.body.error.details).toContain('durationMinutes');
+    expect(badConfig.body.error.details).toContain('slotsOffered');
     const ok = await app.request('PATCH', `/api/v1/knowledge-base/configs/${configId}/tools`, {
       token: a.token,
       body: {
         tools: [
           { name: 'lead_capture', enabled: true },
-          { name: 'book_slot', enabled: false, config: { durationMinutes: 45 } },
+          { name: 'book_slot', enabled: false, config: { slotsOffered: 3 } },
         ],
       },
     });
@@ -124,7 +124,7 @@ describe('knowledge-base configurations', () => {
       enabled: true,
       config: { fields: expect.arrayContaining([expect.objectContaining({ name: 'email' })]) },
     });
-    expect(ok.body.data.tools[1].config).toMatchObject({ durationMinutes: 45, timezone: 'UTC' });
+    expect(ok.body.data.tools[1].config).toEqual({ slotsOffered: 3, daysAhead: 14 });
 
     await app.request('PATCH', `/api/v1/knowledge-base/configs/${configId}`, { token: a.token, body: { memory: { maxMessages: 4 } } });
     const memory = await app.request('GET', `/api/v1/knowledge-base/configs/${configId}/memory`, { token: a.token });

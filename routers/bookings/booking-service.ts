@@ -1,0 +1,167 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { isExclusionViolation } from '../../db/errors.ts';
+import { AppError } from '../../schema/errors.ts';
+import type { AppDeps } from '../context.ts';
+import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
+import { queueBookingMail, queueReminder } from './mail.ts';
+import * as repo from './repository.ts';
+import { type Availability, conflicts, isFreeSlot, localIso } from './slots.ts';
+
+type Deps = Pick<AppDeps, 'database' | 'webhookJobs' | 'jobs' | 'secrets' | 'config'>;
+
+export interface AttendeeInput {
+  name: string;
+  email: string;
+  phone?: string | undefined;
+  timeZone?: string | undefined;
+}
+
+export function toAvailability(row: repo.AvailabilityRow): Availability {
+  return {
+    timeZone: row.time_zone,
+    weekly: row.weekly as Availability['weekly'],
+    overrides: row.overrides as Availability['overrides'],
+    slotMinutes: row.slot_minutes,
+    intervalMinutes: row.interval_minutes,
+    bufferBeforeMinutes: row.buffer_before_minutes,
+    bufferAfterMinutes: row.buffer_after_minutes,
+    minNoticeMinutes: row.min_notice_minutes,
+    maxDaysAhead: row.max_days_ahead,
+    maxPerDay: row.max_per_day,
+  };
+}
+
+export function toBooking(row: repo.BookingRow) {
+  return {
+    id: row.id,
+    chatInterfaceId: row.chat_interface_id,
+    status: row.status,
+    source: row.source,
+    start: row.start_at.toISOString(),
+    end: row.end_at.toISOString(),
+    localStart: localIso(row.start_at, row.attendee_time_zone),
+    exclusive: row.exclusive,
+    attendee: { name: row.attendee_name, email: row.attendee_email, phone: row.attendee_phone, timeZone: row.attendee_time_zone },
+    notes: row.notes,
+    sessionId: row.session_id,
+    cancelReason: row.cancel_reason,
+    cancelledBy: row.cancelled_by,
+    cancelledAt: row.cancelled_at ? row.cancelled_at.toISOString() : null,
+    createdAt: row.created_at.toISOString(),
+  };
+}
+
+/**
+ * The attendee's cancellation token is derived from the booking id with the service's key, so the mail job can
+ * rebuild the link without the token ever being stored; the database keeps only its hash for the lookup.
+ */
+export const cancelTokenOf = (deps: Pick<AppDeps, 'secrets'>, bookingId: string) => `bkc_${deps.secrets.sign('booking-cancel', bookingId)}`;
+export const hashCancelToken = (token: string) => createHash('sha256').update(token).digest('hex');
+
+const slotTaken = () =>
+  new AppError('CONFLICT', 'Slot not available', 'The requested time is not a free slot (taken, outside the hours, or too soon); ask available-slots again');
+const DAY_MS = 24 * 3600_000;
+
+export interface NewBooking {
+  ownerId: string;
+  chatInterfaceId: string;
+  start: Date;
+  /** Manual bookings give their end; others last the availability's slot length. */
+  end?: Date;
+  attendee: AttendeeInput;
+  notes?: string | undefined;
+  source: 'api' | 'manual' | 'chat';
+  /** Manual only: skip the availability rules (still no overlap unless allowOverlap). */
+  outsideRules?: boolean;
+  allowOverlap?: boolean;
+  visitorId?: string | null;
+  sessionId?: string | null;
+  /** The origin the attendee's cancellation link points at. */
+  linkOrigin: string | null;
+}
+
+/**
+ * Books under the interface's lock: the availability rules (or, for manual bookings, only the overlap check)
+ * are judged against a stable set of bookings, and the exclusion constraint rejects an exact overlap whatever
+ * happens. Mails and the reminder are queued in the same transaction, so a booking never exists without them.
+ */
+export async function createBooking(deps: Deps, input: NewBooking) {
+  const id = randomUUID();
+  const tokenHash = hashCancelToken(cancelTokenOf(deps, id));
+  try {
+    return await withEvents(
+      deps,
+      async (trx) => {
+        await repo.lockInterfaceBookings(trx, input.chatInterfaceId);
+        const availabilityRow = await repo.findAvailability(trx, input.chatInterfaceId);
+        if (!availabilityRow && !input.outsideRules) {
+          throw new AppError('CONFLICT', 'No availability', 'This chat interface has no booking hours yet (PUT .../availability)');
+        }
+        const availability = availabilityRow ? toAvailability(availabilityRow) : undefined;
+        const end = input.end ?? new Date(input.start.getTime() + availability!.slotMinutes * 60_000);
+        const busy = (
+          await repo.busyBetween(trx, input.chatInterfaceId, new Date(input.start.getTime() - 2 * DAY_MS), new Date(end.getTime() + 2 * DAY_MS))
+        ).map((b) => ({ start: b.start_at, end: b.end_at }));
+        if (input.outsideRules) {
+          const noBuffers = { bufferBeforeMinutes: 0, bufferAfterMinutes: 0 };
+          if (!input.allowOverlap && conflicts(noBuffers, input.start, end, busy)) {
+            throw new AppError('CONFLICT', 'Overlapping booking', 'Another booking overlaps this time; pass allowOverlap: true to book it anyway');
+          }
+        } else if (!isFreeSlot(availability!, busy, input.start, new Date())) {
+          throw slotTaken();
+        }
+        const row = await repo.insertBooking(trx, {
+          id,
+          owner_id: input.ownerId,
+          chat_interface_id: input.chatInterfaceId,
+          status: 'confirmed',
+          source: input.source,
+          start_at: input.start,
+          end_at: end,
+          exclusive: !input.allowOverlap,
+          attendee_name: input.attendee.name,
+          attendee_email: input.attendee.email,
+          attendee_phone: input.attendee.phone ?? null,
+          attendee_time_zone: input.attendee.timeZone ?? availability?.timeZone ?? 'UTC',
+          notes: input.notes ?? null,
+          visitor_id: input.visitorId ?? null,
+          session_id: input.sessionId ?? null,
+          cancel_token_hash: tokenHash,
+        });
+        await queueBookingMail(deps, trx, { bookingId: id, kind: 'confirmation', linkOrigin: input.linkOrigin });
+        await queueReminder(deps, trx, row, input.linkOrigin);
+        return row;
+      },
+      (row) => [webhookEvent(row.owner_id, 'booking.created', toBooking(row))],
+    );
+  } catch (error) {
+    // The constraint speaks when two instances (or the lock's absence) let an overlap through to the insert.
+    if (isExclusionViolation(error)) throw slotTaken();
+    throw error;
+  } finally {
+    deps.jobs.notify();
+  }
+}
+
+/** Cancels once; a second cancel answers the cancelled booking unchanged (idempotent). */
+export async function cancelBooking(
+  deps: Deps,
+  booking: repo.BookingRow,
+  change: { reason: string | null; by: 'owner' | 'attendee'; linkOrigin: string | null },
+) {
+  const cancelled = await withEvents(
+    deps,
+    async (trx) => {
+      const row = await repo.cancelBooking(trx, booking.id, change);
+      if (row) {
+        // The reminder (and a confirmation not yet sent) go; then the cancellation is queued.
+        await deps.jobs.cancel('bookingId', [row.id], trx);
+        await queueBookingMail(deps, trx, { bookingId: row.id, kind: 'cancellation', linkOrigin: change.linkOrigin });
+      }
+      return row;
+    },
+    (row) => (row ? [webhookEvent(row.owner_id, 'booking.cancelled', toBooking(row))] : []),
+  );
+  deps.jobs.notify();
+  return cancelled ?? (await repo.findBooking(deps.database.db, booking.id))!;
+}

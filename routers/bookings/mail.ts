@@ -1,0 +1,116 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { DB } from '../../db/types.ts';
+import { calendarInvite } from '../../adapters/outbound/mail/icalendar.ts';
+import { findOwnerById } from '../auth/repository.ts';
+import { findOwnedInterface } from '../chat-interfaces/repository.ts';
+import type { AppDeps } from '../context.ts';
+import type { JobHandler } from '../jobs/queue.ts';
+import * as repo from './repository.ts';
+
+export const BOOKING_MAIL_JOB = 'booking.mail';
+type MailKind = 'confirmation' | 'cancellation' | 'reminder';
+type Recipient = 'attendee' | 'owner';
+interface BookingMailPayload {
+  bookingId: string;
+  kind: MailKind;
+  recipient: Recipient;
+  linkOrigin: string | null;
+}
+/** SMTP outages are retried with the queue's backoff for about a day before the job is dead. */
+const MAIL_ATTEMPTS = 10;
+
+/** One job per recipient, so a retry never sends a mail that already went. */
+export async function queueBookingMail(
+  deps: Pick<AppDeps, 'jobs'>,
+  trx: Transaction<DB> | Kysely<DB>,
+  mail: { bookingId: string; kind: Exclude<MailKind, 'reminder'>; linkOrigin: string | null },
+) {
+  for (const recipient of ['attendee', 'owner'] as const) {
+    await deps.jobs.enqueue(
+      BOOKING_MAIL_JOB,
+      { ...mail, recipient } satisfies BookingMailPayload,
+      {
+        dedupeKey: `booking-mail:${mail.bookingId}:${mail.kind}:${recipient}`,
+        maxAttempts: MAIL_ATTEMPTS,
+      },
+      trx,
+    );
+  }
+}
+
+/** The attendee's reminder, BOOKING_REMINDER_MINUTES before the start; none when that moment has passed. */
+export async function queueReminder(deps: Pick<AppDeps, 'jobs' | 'config'>, trx: Transaction<DB>, booking: repo.BookingRow, linkOrigin: string | null) {
+  const runAt = new Date(booking.start_at.getTime() - deps.config.BOOKING_REMINDER_MINUTES * 60_000);
+  if (runAt.getTime() <= Date.now() + 60_000) return;
+  await deps.jobs.enqueue(
+    BOOKING_MAIL_JOB,
+    { bookingId: booking.id, kind: 'reminder', recipient: 'attendee', linkOrigin } satisfies BookingMailPayload,
+    { dedupeKey: `booking-mail:${booking.id}:reminder`, maxAttempts: MAIL_ATTEMPTS, runAt },
+    trx,
+  );
+}
+
+const readable = (instant: Date, timeZone: string) =>
+  `${new Intl.DateTimeFormat('en-GB', { timeZone, dateStyle: 'full', timeStyle: 'short' }).format(instant)} (${timeZone})`;
+
+/** The cancellation page reads the token from the fragment, which browsers never send to a server or a referrer. */
+const cancelLink = (origin: string | null, token: string) => (origin ? `${origin}/bookings/cancel#${token}` : null);
+
+export function bookingMailJobHandlers(deps: AppDeps, cancelTokenOf: (bookingId: string) => string): Record<string, JobHandler> {
+  return {
+    [BOOKING_MAIL_JOB]: async (job) => {
+      const { bookingId, kind, recipient, linkOrigin } = job.payload as BookingMailPayload;
+      const db = deps.database.db;
+      const booking = await repo.findBooking(db, bookingId);
+      if (!booking) return;
+      if (kind !== 'cancellation' && booking.status !== 'confirmed') return;
+      const owner = await findOwnerById(db, booking.owner_id);
+      const iface = await findOwnedInterface(db, booking.owner_id, booking.chat_interface_id);
+      if (!owner || !iface) return;
+      const zone = recipient === 'attendee' ? booking.attendee_time_zone : ((await repo.findAvailability(db, booking.chat_interface_id))?.time_zone ?? 'UTC');
+      const when = readable(booking.start_at, zone);
+      const link = cancelLink(linkOrigin, cancelTokenOf(booking.id));
+      const summary = `${iface.name}: ${booking.attendee_name}`;
+      const to = recipient === 'attendee' ? booking.attendee_email : owner.email;
+      const lines = [
+        `When: ${when}, ${Math.round((booking.end_at.getTime() - booking.start_at.getTime()) / 60_000)} minutes`,
+        `With: ${recipient === 'attendee' ? iface.name : `${booking.attendee_name} <${booking.attendee_email}>${booking.attendee_phone ? `, ${booking.attendee_phone}` : ''}`}`,
+        ...(booking.notes ? [`Notes: ${booking.notes}`] : []),
+        ...(booking.cancel_reason && kind === 'cancellation' ? [`Reason: ${booking.cancel_reason}`] : []),
+      ];
+      const subject =
+        kind === 'confirmation'
+          ? recipient === 'attendee'
+            ? `Confirmed: ${iface.name}, ${when}`
+            : `New booking: ${booking.attendee_name}, ${when}`
+          : kind === 'cancellation'
+            ? `Cancelled: ${summary}, ${when}`
+            : `Reminder: ${iface.name}, ${when}`;
+      const footer = recipient === 'attendee' && kind !== 'cancellation' && link ? [``, `To cancel: ${link}`] : [];
+      const invite =
+        kind === 'reminder'
+          ? undefined
+          : {
+              method: kind === 'confirmation' ? ('REQUEST' as const) : ('CANCEL' as const),
+              ics: calendarInvite({
+                method: kind === 'confirmation' ? 'REQUEST' : 'CANCEL',
+                uid: `${booking.id}@chat-interface-service`,
+                sequence: booking.sequence,
+                start: booking.start_at,
+                end: booking.end_at,
+                summary,
+                description: lines.join('\n'),
+                organizer: { name: iface.name, email: owner.email },
+                attendees: [{ name: booking.attendee_name, email: booking.attendee_email }],
+              }),
+            };
+      await deps.mailer.send({
+        to: [to],
+        subject,
+        text: [...lines, ...footer].join('\n'),
+        ...(recipient === 'attendee' ? { replyTo: owner.email } : {}),
+        ...(invite ? { calendar: invite } : {}),
+      });
+    },
+  };
+}

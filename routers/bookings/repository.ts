@@ -1,0 +1,94 @@
+import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
+import type { BookingAvailabilityTable, BookingsTable, DB } from '../../db/types.ts';
+import { jsonb } from '../../db/json.ts';
+
+type Db = Kysely<DB> | Transaction<DB>;
+export type BookingRow = Selectable<BookingsTable>;
+export type AvailabilityRow = Selectable<BookingAvailabilityTable>;
+
+export const findAvailability = (db: Db, chatInterfaceId: string) =>
+  db.selectFrom('booking_availability').selectAll().where('chat_interface_id', '=', chatInterfaceId).executeTakeFirst();
+
+export async function saveAvailability(db: Db, row: Omit<AvailabilityRow, 'updated_at' | 'weekly' | 'overrides'> & { weekly: unknown; overrides: unknown }) {
+  const values = { ...row, weekly: jsonb(row.weekly), overrides: jsonb(row.overrides) };
+  const { chat_interface_id: _key, ...changes } = values;
+  return db
+    .insertInto('booking_availability')
+    .values(values)
+    .onConflict((oc) => oc.column('chat_interface_id').doUpdateSet({ ...changes, updated_at: new Date() }))
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export const deleteAvailability = (db: Db, chatInterfaceId: string) =>
+  db.deleteFrom('booking_availability').where('chat_interface_id', '=', chatInterfaceId).executeTakeFirst();
+
+/**
+ * Serialises every booking change of one chat interface until the transaction ends, on PostgreSQL across
+ * instances too: the checks that the exclusion constraint cannot express (buffers, the day cap) see a stable set.
+ */
+export async function lockInterfaceBookings(trx: Transaction<DB>, chatInterfaceId: string) {
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`bookings:${chatInterfaceId}`}, 0))`.execute(trx);
+}
+
+/** Confirmed bookings of an interface that end after `from` and start before `to` (what blocks slots). */
+export const busyBetween = (db: Db, chatInterfaceId: string, from: Date, to: Date) =>
+  db
+    .selectFrom('bookings')
+    .select(['start_at', 'end_at'])
+    .where('chat_interface_id', '=', chatInterfaceId)
+    .where('status', '=', 'confirmed')
+    .where('end_at', '>', from)
+    .where('start_at', '<', to)
+    .orderBy('start_at')
+    .execute();
+
+export const insertBooking = (db: Db, row: Omit<BookingRow, 'sequence' | 'created_at' | 'updated_at' | 'cancelled_at' | 'cancel_reason' | 'cancelled_by'>) =>
+  db.insertInto('bookings').values(row).returningAll().executeTakeFirstOrThrow();
+
+export const findOwnedBooking = (db: Db, ownerId: string, id: string) =>
+  db.selectFrom('bookings').selectAll().where('id', '=', id).where('owner_id', '=', ownerId).executeTakeFirst();
+
+export const findBooking = (db: Db, id: string) => db.selectFrom('bookings').selectAll().where('id', '=', id).executeTakeFirst();
+
+export const findBookingByCancelToken = (db: Db, tokenHash: string) =>
+  db.selectFrom('bookings').selectAll().where('cancel_token_hash', '=', tokenHash).executeTakeFirst();
+
+/** Cancels a confirmed booking; undefined when it was already cancelled (the caller answers idempotently). */
+export const cancelBooking = (db: Db, id: string, change: { reason: string | null; by: 'owner' | 'attendee' }) =>
+  db
+    .updateTable('bookings')
+    .set({
+      status: 'cancelled',
+      cancel_reason: change.reason,
+      cancelled_by: change.by,
+      cancelled_at: new Date(),
+      sequence: sql`sequence + 1`,
+      updated_at: new Date(),
+    })
+    .where('id', '=', id)
+    .where('status', '=', 'confirmed')
+    .returningAll()
+    .executeTakeFirst();
+
+export interface BookingFilter {
+  chatInterfaceId?: string;
+  status?: 'confirmed' | 'cancelled';
+  from?: Date;
+  to?: Date;
+  limit: number;
+  offset: number;
+}
+
+export async function listBookings(db: Db, ownerId: string, filter: BookingFilter) {
+  let query = db.selectFrom('bookings').where('owner_id', '=', ownerId);
+  if (filter.chatInterfaceId) query = query.where('chat_interface_id', '=', filter.chatInterfaceId);
+  if (filter.status) query = query.where('status', '=', filter.status);
+  if (filter.from) query = query.where('end_at', '>', filter.from);
+  if (filter.to) query = query.where('start_at', '<', filter.to);
+  const [rows, total] = await Promise.all([
+    query.selectAll().orderBy('start_at').orderBy('id').limit(filter.limit).offset(filter.offset).execute(),
+    query.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(total.n) };
+}
