@@ -121,7 +121,12 @@ beforeAll(async () => {
   const configId = kb.body.data.config.id;
   await app.request('PATCH', `/api/v1/knowledge-base/configs/${configId}/tools`, {
     token: owner.token,
-    body: { tools: [{ name: 'lead_capture', enabled: true }] },
+    body: {
+      tools: [
+        { name: 'lead_capture', enabled: true },
+        { name: 'book_slot', enabled: true, config: { slotsOffered: 3 } },
+      ],
+    },
   });
   const uploaded = await app.upload('/api/v1/knowledge-base/documents', {
     token: owner.token,
@@ -155,6 +160,16 @@ beforeAll(async () => {
   expect(created.status, created.text).toBe(201);
   slug = created.body.data.chatInterface.slug;
   interfaceId = created.body.data.chatInterface.id;
+  const allDay = [{ start: '00:00', end: '24:00' }];
+  const hours = await app.request('PUT', `/api/v1/chat-interfaces/${interfaceId}/availability`, {
+    token: owner.token,
+    body: {
+      timeZone: 'Europe/Berlin',
+      weekly: { mon: allDay, tue: allDay, wed: allDay, thu: allDay, fri: allDay, sat: allDay, sun: allDay },
+      minNoticeMinutes: 120,
+    },
+  });
+  expect(hours.status, hours.text).toBe(200);
   browser = await launchChromium();
 }, 120_000);
 
@@ -213,6 +228,48 @@ describe.runIf(runnable)('the widget on a customer site', () => {
     expect(v.cspMessages).toEqual([]);
     await v.context.close();
   }, 180_000);
+
+  it('a visitor books an offered slot in the chat, sees it confirmed, and cancels it from the link’s page', async () => {
+    const v = await visit();
+    await v.page.goto(allowedSite);
+    const frame = await openChat(v.page);
+    await send(frame, 'I would like to book an appointment');
+    const offer = frame.getByTestId('booking-slots').last();
+    await offer.waitFor({ state: 'visible' });
+    const slotButtons = offer.locator('button.slot');
+    expect(await slotButtons.count()).toBe(3);
+    await slotButtons.first().click();
+    const form = frame.getByTestId('booking-form');
+    await form.getByLabel(/name/i).fill('Grace Hopper');
+    await form.getByLabel(/e-?mail/i).fill('grace@example.com');
+    await form.locator('button[type="submit"]').click();
+    const confirmation = frame.locator('[data-testid="chat-message"][data-role="assistant"]').last();
+    await expect.poll(() => confirmation.textContent(), { timeout: 30_000 }).toMatch(/^(Assistant: )?Booked: /);
+    const listed = await app.request('GET', `/api/v1/bookings?chatInterfaceId=${interfaceId}`, { token: owner.token });
+    const booking = listed.body.data.bookings.find((b: { attendee: { email: string } }) => b.attendee.email === 'grace@example.com');
+    expect(booking).toMatchObject({ status: 'confirmed', source: 'chat', attendee: { name: 'Grace Hopper' } });
+    // The browser's own zone travels with the booking, for the attendee's mails.
+    expect(booking.attendee.timeZone).toBe(await frame.evaluate(() => Intl.DateTimeFormat().resolvedOptions().timeZone));
+
+    // The link from the confirmation mail: opening it changes nothing; the button cancels.
+    const { cancelTokenOf } = await import('../../routers/bookings/booking-service.ts');
+    const page = await v.context.newPage();
+    const response = await page.goto(`${serviceOrigin}/bookings/cancel#${cancelTokenOf(app.deps, booking.id)}`);
+    expect(response?.headers()['content-security-policy']).toContain("script-src 'self'");
+    await page.getByTestId('cancel-form').waitFor({ state: 'visible' });
+    const still = await app.request('GET', `/api/v1/bookings?chatInterfaceId=${interfaceId}&status=confirmed`, { token: owner.token });
+    expect(still.body.data.bookings.map((b: { id: string }) => b.id)).toContain(booking.id);
+    await page.getByLabel(/reason/i).fill('Plans changed');
+    await page.getByRole('button', { name: /cancel the booking/i }).click();
+    await expect.poll(() => page.getByTestId('cancel-status').textContent(), { timeout: 15_000 }).toMatch(/is cancelled/);
+    const after = await app.request('GET', `/api/v1/bookings?chatInterfaceId=${interfaceId}&status=cancelled`, { token: owner.token });
+    expect(after.body.data.bookings.find((b: { id: string }) => b.id === booking.id)).toMatchObject({ cancelledBy: 'attendee', cancelReason: 'Plans changed' });
+    expect(await axeAudit(page)).toEqual([]);
+    expect(v.foreign).toEqual([]);
+    expect(v.errors).toEqual([]);
+    expect(v.cspMessages).toEqual([]);
+    await v.context.close();
+  }, 120_000);
 
   it('a site outside allowedOrigins cannot frame the chat', async () => {
     const v = await visit();

@@ -210,11 +210,23 @@ export function createVisitorApi(slug: string, saved: StateStore) {
     });
   }
 
+  /** Books an offered slot in this conversation; the answer is the conversation's confirmation message. */
+  async function book(booking: { start: string; attendee: { name: string; email: string; phone?: string; timeZone: string } }): Promise<StoredMessage | null> {
+    const sessionId = saved.read().sessionId;
+    const response = await authorised('/bookings', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(sessionId ? { sessionId, ...booking } : booking),
+    });
+    return ((await response.json()) as { data: { message: StoredMessage | null } }).data.message;
+  }
+
   return {
     startSession,
     send,
     history,
     submitLead,
+    book,
     newConversation: () => saved.update({ sessionId: undefined }),
   };
 }

@@ -27,6 +27,11 @@ const ENGLISH: Record<string, string> = {
   'booking.pickSlot': 'Choose a time slot',
   'booking.offered': 'Available times',
   'booking.noSlots': 'No time slots available',
+  'booking.name': 'Name',
+  'booking.email': 'Email',
+  'booking.phone': 'Phone',
+  'booking.confirm': 'Book this time',
+  'booking.taken': 'That time was just taken. Please choose another one.',
   'common.loading': 'Loading...',
 };
 

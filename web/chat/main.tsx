@@ -12,9 +12,11 @@ import {
   type StateStore,
   type ToolCall,
   type VisitorApi,
+  type StoredMessage,
 } from './api.ts';
 import { errorKey, loadTranslations, type Translate } from './i18n.ts';
 import { LeadForm } from './lead-form.tsx';
+import { BookingOffer } from './booking-form.tsx';
 import { renderMarkdown } from './markdown.ts';
 import './chat.css';
 
@@ -72,26 +74,19 @@ function SourceList({ sources, t }: { sources: Source[]; t: Translate }) {
   );
 }
 
-function Slots({ call, t, locale, onPick }: { call: ToolCall; t: Translate; locale: string; onPick: (text: string) => void }) {
-  const slots = (call.arguments.slots ?? []) as Array<{ start: string; end: string }>;
-  const format = new Intl.DateTimeFormat(locale, { weekday: 'short', day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit' });
-  return (
-    <div class="slots" data-testid="booking-slots">
-      <p class="slots-title">{slots.length > 0 ? t('booking.pickSlot') : t('booking.noSlots')}</p>
-      <ul>
-        {slots.map((slot) => (
-          <li key={slot.start}>
-            <button type="button" class="slot" onClick={() => onPick(format.format(new Date(slot.start)))}>
-              {format.format(new Date(slot.start))}
-            </button>
-          </li>
-        ))}
-      </ul>
-    </div>
-  );
-}
-
-function Message({ bubble, t, locale, api, onPick }: { bubble: Bubble; t: Translate; locale: string; api: VisitorApi; onPick: (text: string) => void }) {
+function Message({
+  bubble,
+  t,
+  locale,
+  api,
+  onBooked,
+}: {
+  bubble: Bubble;
+  t: Translate;
+  locale: string;
+  api: VisitorApi;
+  onBooked: (message: StoredMessage | null) => void;
+}) {
   const who = bubble.role === 'user' ? t('chat.you') : t('chat.assistant');
   return (
     <div class={`message ${bubble.role}`} data-testid="chat-message" data-role={bubble.role}>
@@ -104,7 +99,9 @@ function Message({ bubble, t, locale, api, onPick }: { bubble: Bubble; t: Transl
       )}
       {!bubble.streaming && <SourceList sources={bubble.sources} t={t} />}
       {!bubble.streaming &&
-        bubble.toolCalls.filter((c) => c.name === 'book_slot').map((call) => <Slots key={call.name} call={call} t={t} locale={locale} onPick={onPick} />)}
+        bubble.toolCalls
+          .filter((c) => c.name === 'book_slot' && Array.isArray(c.arguments.slots))
+          .map((call) => <BookingOffer key={call.name} call={call} t={t} locale={locale} api={api} onBooked={onBooked} />)}
       {!bubble.streaming && bubble.formConfig?.fields && <LeadForm config={bubble.formConfig} t={t} api={api} />}
     </div>
   );
@@ -234,7 +231,20 @@ function App({ api, profile, t, locale, parent }: { api: VisitorApi; profile: Pu
       {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must be reachable by keyboard to be scrolled without a mouse */}
       <div class="log" role="log" aria-live="polite" aria-label={profile.name} ref={log} tabIndex={0}>
         {bubbles.map((bubble) => (
-          <Message key={bubble.key} bubble={bubble} t={t} locale={locale} api={api} onPick={(slot) => void send(slot)} />
+          <Message
+            key={bubble.key}
+            bubble={bubble}
+            t={t}
+            locale={locale}
+            api={api}
+            onBooked={(message) =>
+              message &&
+              setBubbles((list) => [
+                ...list,
+                { key: nextKey(), role: message.role, content: message.content, sources: [], toolCalls: message.toolCalls ?? [], formConfig: null },
+              ])
+            }
+          />
         ))}
         {waiting && (
           <p class="typing" data-testid="chat-typing">

@@ -12,6 +12,8 @@ export interface WebBundles {
   chatJs: Buffer;
   chatCss: Buffer;
   loaderJs: Buffer;
+  /** The attendee's booking-cancellation page. */
+  cancelJs: Buffer;
 }
 
 export const WEB_ASSETS_PATH = '/widget/assets/';
@@ -23,6 +25,7 @@ interface WebAssets {
   chatJs: BrowserAsset;
   chatCss: BrowserAsset;
   loaderJs: BrowserAsset;
+  cancelJs: BrowserAsset;
   byName: ReadonlyMap<string, BrowserAsset>;
 }
 
@@ -60,6 +63,34 @@ function pageHtml(assets: WebAssets, page: { slug: string; name: string; allowed
 <body${embed ? ' class="embed"' : ''}>
 ${root}
 ${page ? `<script src="${WEB_ASSETS_PATH}${assets.chatJs.name}"></script>` : ''}
+</body>
+</html>
+`;
+}
+
+/** Where the attendee's cancellation link points (the token follows in the fragment). */
+const CANCEL_PAGE_PATH = '/bookings/cancel';
+
+function cancelPageHtml(assets: WebAssets) {
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex">
+<title>Cancel your booking</title>
+<link rel="stylesheet" href="${WEB_ASSETS_PATH}${assets.chatCss.name}">
+</head>
+<body>
+<main id="cancel-root" class="cancel-page">
+<h1>Cancel your booking</h1>
+<form id="cancel-form" class="lead-form" data-testid="cancel-form">
+<div class="field"><label for="cancel-reason">Reason (optional)</label><textarea id="cancel-reason" name="reason" rows="3" maxlength="500"></textarea></div>
+<button type="submit" class="send">Cancel the booking</button>
+</form>
+<p id="cancel-status" role="status" data-testid="cancel-status"></p>
+</main>
+<script src="${WEB_ASSETS_PATH}${assets.cancelJs.name}"></script>
 </body>
 </html>
 `;
@@ -105,7 +136,8 @@ export function createWebHandler(deps: Pick<AppDeps, 'database' | 'logger' | 'co
         const chatJs = browserAsset('chat', 'js', 'text/javascript; charset=utf-8', built.chatJs);
         const chatCss = browserAsset('chat', 'css', 'text/css; charset=utf-8', built.chatCss);
         const loaderJs = browserAsset('widget', 'js', 'text/javascript; charset=utf-8', built.loaderJs);
-        return { chatJs, chatCss, loaderJs, byName: new Map([chatJs, chatCss].map((a) => [a.name, a])) };
+        const cancelJs = browserAsset('cancel', 'js', 'text/javascript; charset=utf-8', built.cancelJs);
+        return { chatJs, chatCss, loaderJs, cancelJs, byName: new Map([chatJs, chatCss, cancelJs].map((a) => [a.name, a])) };
       },
       (error: unknown) => {
         // A failed build is retried on the next request rather than remembered.
@@ -121,7 +153,7 @@ export function createWebHandler(deps: Pick<AppDeps, 'database' | 'logger' | 'co
         () => undefined,
         (error: unknown) => deps.logger.error('web bundles failed to build', { error: String(error) }),
       ),
-    matches: (path: string) => path === '/' || path.startsWith('/c/') || path === '/widget.js' || path.startsWith(WEB_ASSETS_PATH),
+    matches: (path: string) => path === '/' || path.startsWith('/c/') || path === '/widget.js' || path === CANCEL_PAGE_PATH || path.startsWith(WEB_ASSETS_PATH),
     async handle(req: IncomingMessage, res: ServerResponse, _ctx: Context, url: URL): Promise<void> {
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         return sendError(res, new AppError('METHOD_NOT_ALLOWED', 'Method not allowed', `${url.pathname} accepts GET, HEAD`), { Allow: 'GET, HEAD' });
@@ -130,6 +162,10 @@ export function createWebHandler(deps: Pick<AppDeps, 'database' | 'logger' | 'co
       if (path === '/') return serveRoot(req, res);
       const built = await loadAssets();
       if (path === '/widget.js') return sendAsset(req, res, built.loaderJs, LOADER_CACHE_CONTROL);
+      if (path === CANCEL_PAGE_PATH) {
+        const headers = { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-cache', ...hostedPageHeaders([]) };
+        return send(req, res, 200, headers, cancelPageHtml(built));
+      }
       if (path.startsWith(WEB_ASSETS_PATH)) {
         const asset = built.byName.get(path.slice(WEB_ASSETS_PATH.length));
         if (!asset) return sendError(res, new AppError('NOT_FOUND', 'Route not found', `${path} is not an asset`));
