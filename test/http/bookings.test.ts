@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSmtpServer, type TestSmtpServer } from '../helpers/smtp-server.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { startWebhookReceiver, verifyDelivery, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 
 /**
  * Bookings through the real listener, with a real SMTP server receiving the invitations: availability, slots in
@@ -12,6 +13,7 @@ import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 let app: TestApp;
 let smtp: TestSmtpServer;
+let receiver: WebhookReceiver;
 let a: { token: string; ownerId: string; email: string };
 let b: { token: string; ownerId: string; email: string };
 let iface: { id: string; slug: string };
@@ -50,7 +52,13 @@ function calendarOf(mail: TestSmtpServer['messages'][number]) {
 
 beforeAll(async () => {
   smtp = await startSmtpServer();
-  app = await startTestApp({ SMTP_URL: smtp.url, MAIL_FROM: 'Bookings <bookings@service.test>', RATE_LIMIT_DEFAULT: '100000' });
+  receiver = await startWebhookReceiver();
+  app = await startTestApp({
+    SMTP_URL: smtp.url,
+    MAIL_FROM: 'Bookings <bookings@service.test>',
+    RATE_LIMIT_DEFAULT: '100000',
+    OUTBOUND_ALLOW_HOSTS: receiver.hostPort,
+  });
   a = await app.signUp('book-a');
   b = await app.signUp('book-b');
   const kb = (await app.request('POST', '/api/v1/knowledge-base/configs', { token: a.token, body: { name: 'Bookings' } })).body.data.config.id;
@@ -65,6 +73,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await app?.stop();
   await smtp?.close();
+  await receiver?.close();
 });
 
 describe('availability', () => {
@@ -284,6 +293,25 @@ describe('cancelling', () => {
     const left = await sql<{ n: number }>`select count(*)::int as n from jobs where kind = 'booking.mail' and status = 'queued'
       and payload->>'bookingId' = ${other.id} and payload->>'kind' = 'reminder'`.execute(db);
     expect(left.rows[0]!.n).toBe(0);
+  });
+});
+
+describe('events', () => {
+  it('booking.created and booking.cancelled reach the owner’s webhook, signed', async () => {
+    await app.deps.database.db.updateTable('owners').set({ plan: 'enterprise' }).where('id', '=', a.ownerId).execute();
+    const hook = await app.request('POST', '/api/v1/enterprise/webhooks', {
+      token: a.token,
+      body: { url: receiver.url, events: ['booking.created', 'booking.cancelled'] },
+    });
+    expect(hook.status, hook.text).toBe(201);
+    const created = (await book(a.token, '2027-03-23T14:00:00.000Z')).body.data.booking;
+    await app.request('POST', `/api/v1/bookings/${created.id}/cancel`, { token: a.token, body: { reason: 'Moved' } });
+    const deliveries = await receiver.waitFor(2);
+    const payloads = deliveries.map((d) => verifyDelivery(hook.body.data.secret, d) as { type: string; data: { id: string; status: string } });
+    expect(payloads.map((p) => [p.type, p.data.id, p.data.status]).sort()).toEqual([
+      ['booking.cancelled', created.id, 'cancelled'],
+      ['booking.created', created.id, 'confirmed'],
+    ]);
   });
 });
 
