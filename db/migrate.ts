@@ -11,6 +11,7 @@ import * as billing from './migrations/0009_billing.ts';
 import * as domains from './migrations/0010_domains.ts';
 import * as certificates from './migrations/0011_certificates.ts';
 import * as bookings from './migrations/0012_bookings.ts';
+import * as toolhub from './migrations/0013_toolhub.ts';
 
 /** Migrations are listed in code (not read from a folder) so they run the same under tsx, tests and bundlers. */
 const migrations: Record<string, Migration> = {
@@ -26,6 +27,7 @@ const migrations: Record<string, Migration> = {
   '0010_domains': domains,
   '0011_certificates': certificates,
   '0012_bookings': bookings,
+  '0013_toolhub': toolhub,
 };
 
 /** Runs pending migrations. Kysely's migrator holds a Postgres advisory lock, so concurrent instances are safe. */

@@ -280,6 +280,52 @@ export interface BookingsTable {
   updated_at: Generated<Date>;
 }
 
+export interface ToolhubAuthConfigsTable {
+  id: string;
+  owner_id: string;
+  toolkit: string;
+  name: string;
+  client_id: string;
+  client_secret_enc: string;
+  scopes: unknown;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export type ToolhubAccountStatus = 'INITIATED' | 'ACTIVE' | 'DISABLED' | 'EXPIRED' | 'FAILED' | 'REVOKED';
+
+export interface ToolhubAccountsTable {
+  id: string;
+  owner_id: string;
+  toolkit: string;
+  auth_config_id: string | null;
+  label: string | null;
+  status: ToolhubAccountStatus;
+  status_reason: string | null;
+  settings: unknown;
+  access_token_enc: string | null;
+  refresh_token_enc: string | null;
+  token_expires_at: Date | null;
+  scopes: unknown;
+  identity: string | null;
+  refresh_lease_until: Date | null;
+  last_refresh_at: Date | null;
+  last_error: string | null;
+  last_used_at: Date | null;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface ToolhubOauthStatesTable {
+  state_hash: string;
+  owner_id: string;
+  account_id: string;
+  code_verifier_enc: string;
+  redirect_uri: string;
+  expires_at: Date;
+  used_at: Date | null;
+}
+
 export interface AcmeChallengesTable {
   token: string;
   key_authorization: string;
@@ -405,6 +451,9 @@ export interface DB {
   acme_accounts: AcmeAccountsTable;
   booking_availability: BookingAvailabilityTable;
   bookings: BookingsTable;
+  toolhub_auth_configs: ToolhubAuthConfigsTable;
+  toolhub_accounts: ToolhubAccountsTable;
+  toolhub_oauth_states: ToolhubOauthStatesTable;
   chat_messages: ChatMessagesTable;
   jobs: JobsTable;
   kb_configs: KbConfigsTable;

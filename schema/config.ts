@@ -137,6 +137,10 @@ export const configSchema = z.object({
   TLS_MODE: z.enum(['acme', 'proxy', 'off']).optional(),
   /** In proxy mode, the port where the proxy serves HTTPS for custom domains. */
   TLS_PROXY_PORT: z.coerce.number().int().min(1).max(65535).default(443),
+  /** Provider URL overrides for tool integrations: `slack.authorize=URL,slack.token=URL,slack.api=URL` (a local provider in tests). */
+  TOOLHUB_PROVIDER_URLS: list,
+  /** The platform's own OAuth clients per toolkit, offered to every owner: `slack=<client id>:<client secret>,...`. */
+  TOOLHUB_PLATFORM_CLIENTS: list,
   /** smtp:// or smtps:// with credentials: booking and support mail. Unset: mail is logged (recipients, subject), not sent. */
   SMTP_URL: z
     .string()

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { bookingEventSchema } from './bookings.ts';
+import { accountEventSchema } from './toolhub.ts';
 import { idParam, queryInt, saveWarningsSchema, timestamp } from './common.ts';
 import { apiKeySchema } from './api-keys.ts';
 import { chatInterfaceSchema } from './chat-interfaces.ts';
@@ -50,6 +51,7 @@ export const WEBHOOK_EVENTS = {
   'domain.certificate_failed': certificateFailedEventSchema,
   'booking.created': bookingEventSchema,
   'booking.cancelled': bookingEventSchema,
+  'toolhub_account.expired': accountEventSchema,
   'webhook.test': z.object({ webhookId: z.string(), message: z.string() }),
   'webhook.disabled': z.object({ webhookId: z.string(), url: z.string(), reason: z.enum(['gone', 'failing']), message: z.string() }),
 } as const;
