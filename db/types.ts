@@ -326,6 +326,13 @@ export interface ToolhubOauthStatesTable {
   used_at: Date | null;
 }
 
+export interface ToolhubEnabledToolsTable {
+  config_id: string;
+  account_id: string;
+  tool: string;
+  owner_id: string;
+}
+
 export interface AcmeChallengesTable {
   token: string;
   key_authorization: string;
@@ -454,6 +461,7 @@ export interface DB {
   toolhub_auth_configs: ToolhubAuthConfigsTable;
   toolhub_accounts: ToolhubAccountsTable;
   toolhub_oauth_states: ToolhubOauthStatesTable;
+  toolhub_enabled_tools: ToolhubEnabledToolsTable;
   chat_messages: ChatMessagesTable;
   jobs: JobsTable;
   kb_configs: KbConfigsTable;

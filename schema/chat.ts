@@ -10,7 +10,14 @@ export const chatRequestSchema = z.object({
   sessionId: sessionIdSchema.optional().meta({ description: 'Continue this conversation; omit to start a new one' }),
 });
 
-export const toolCallSchema = z.object({ name: z.string(), arguments: z.record(z.string(), z.unknown()) }).meta({ id: 'ToolCall' });
+export const toolCallSchema = z
+  .object({
+    name: z.string(),
+    arguments: z.record(z.string(), z.unknown()),
+    result: z.unknown().optional().meta({ description: 'A tool the model called: what it returned' }),
+    error: z.string().optional().meta({ description: 'A tool the model called: why it failed (the model was told too)' }),
+  })
+  .meta({ id: 'ToolCall' });
 
 export const chatResponseSchema = z
   .object({

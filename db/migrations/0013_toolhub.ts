@@ -53,8 +53,18 @@ export async function up(db: Kysely<any>) {
     .addColumn('expires_at', 'timestamptz', (c) => c.notNull())
     .addColumn('used_at', 'timestamptz')
     .execute();
+  // Which connected accounts' tools a knowledge base's model may call.
+  await db.schema
+    .createTable('toolhub_enabled_tools')
+    .addColumn('config_id', 'uuid', (c) => c.notNull().references('kb_configs.id').onDelete('cascade'))
+    .addColumn('account_id', 'uuid', (c) => c.notNull().references('toolhub_accounts.id').onDelete('cascade'))
+    .addColumn('tool', 'text', (c) => c.notNull())
+    .addColumn('owner_id', 'uuid', (c) => c.notNull().references('owners.id').onDelete('cascade'))
+    .addPrimaryKeyConstraint('toolhub_enabled_tools_pkey', ['config_id', 'account_id', 'tool'])
+    .execute();
 }
 
 export async function down(db: Kysely<any>) {
-  for (const table of ['toolhub_oauth_states', 'toolhub_accounts', 'toolhub_auth_configs']) await db.schema.dropTable(table).ifExists().execute();
+  for (const table of ['toolhub_enabled_tools', 'toolhub_oauth_states', 'toolhub_accounts', 'toolhub_auth_configs'])
+    await db.schema.dropTable(table).ifExists().execute();
 }

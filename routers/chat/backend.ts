@@ -3,7 +3,15 @@ import { AppError } from '../../schema/errors.ts';
 import { callEndpoint, streamEndpoint } from '../../adapters/outbound/ai/connector/connector.ts';
 import type { ConnectorRequest, EndpointType } from '../../adapters/outbound/ai/connector/types.ts';
 import { rethrowUpstream, visitorUpstreamError } from '../ai-errors.ts';
-import { answerQuery, streamAnswer, type AnswerDeps, type AnswerOptions, type Source } from '../knowledge-base/answer.ts';
+import {
+  answerQuery,
+  streamAnswer,
+  type AnswerDeps,
+  type AnswerOptions,
+  type ExecutedToolCall,
+  type Source,
+  type ToolRunner,
+} from '../knowledge-base/answer.ts';
 import { countTokens } from '../../adapters/outbound/text/tokens.ts';
 import type { KbConfigRow } from '../knowledge-base/repository.ts';
 
@@ -16,12 +24,16 @@ export interface ChatBackendInput {
   signal?: AbortSignal;
   /** Ties the warning that keeps an upstream's answer (never shown to the visitor) to the request. */
   requestId: string;
+  /** Tools the knowledge base's model may call (none for external endpoints, which run their own). */
+  tools?: ToolRunner;
 }
 
 export interface ChatBackendReply {
   text: string;
   sources: Source[];
   usage: { promptTokens: number; completionTokens: number; totalTokens: number };
+  /** The tools the model called, with their results. */
+  toolCalls?: ExecutedToolCall[];
 }
 
 /** What the chat backend uses: the connector's client and settings, the log, and what answering from a knowledge base uses. */
@@ -33,7 +45,12 @@ export type ChatBackendDeps = Pick<AppDeps, 'http' | 'secrets' | 'config' | 'log
  * of the kind, and the log keeps the upstream's answer under the request id.
  */
 function visitorAnswerOptions(deps: ChatBackendDeps, input: ChatBackendInput): AnswerOptions {
-  return { signal: input.signal, history: input.history, onUpstreamError: (error) => visitorUpstreamError(deps, input.requestId, error) };
+  return {
+    signal: input.signal,
+    history: input.history,
+    onUpstreamError: (error) => visitorUpstreamError(deps, input.requestId, error),
+    ...(input.tools ? { tools: input.tools } : {}),
+  };
 }
 
 function connectorRequest(deps: Pick<AppDeps, 'secrets' | 'config'>, input: ChatBackendInput): ConnectorRequest {
@@ -78,7 +95,7 @@ export async function runChatBackend(deps: ChatBackendDeps, input: ChatBackendIn
   }
   if (!input.kb) throw notConfigured();
   const result = await answerQuery(deps, input.kb, input.message, visitorAnswerOptions(deps, input));
-  return { text: result.answer, sources: result.sources, usage: result.usage };
+  return { text: result.answer, sources: result.sources, usage: result.usage, ...('toolCalls' in result ? { toolCalls: result.toolCalls } : {}) };
 }
 
 export async function* streamChatBackend(
@@ -99,6 +116,10 @@ export async function* streamChatBackend(
   if (!input.kb) throw notConfigured();
   for await (const event of streamAnswer(deps, input.kb, input.message, visitorAnswerOptions(deps, input))) {
     if (event.type === 'delta') yield event;
-    else if (event.type === 'complete') yield { type: 'done', reply: { text: event.answer, sources: event.sources, usage: event.usage } };
+    else if (event.type === 'complete')
+      yield {
+        type: 'done',
+        reply: { text: event.answer, sources: event.sources, usage: event.usage, ...(event.toolCalls ? { toolCalls: event.toolCalls } : {}) },
+      };
   }
 }

@@ -9,6 +9,8 @@ import * as repo from './repository.ts';
 import { runChatBackend, streamChatBackend, type ChatBackendInput, type ChatBackendReply } from './backend.ts';
 import { selectToolCalls } from './tools.ts';
 import { offerSlots } from '../bookings/offer.ts';
+import { connectedTools, type RunnableTool, toolRunner } from '../toolhub/runner.ts';
+import type { KbConfigRow } from '../knowledge-base/repository.ts';
 
 const sessionNotFound = () => new AppError('NOT_FOUND', 'Session not found');
 /** History carried to an external endpoint when no knowledge-base memory setting applies. */
@@ -17,7 +19,10 @@ const DEFAULT_HISTORY = 10;
 export interface PreparedChat {
   backend: ChatBackendInput;
   session: { id: string; chatInterfaceId: string; ownerId: string; isNew: boolean; visitorId: string | null };
+  /** Intent matching's tool calls (no model), or, when the model calls tools, the form one of them asked for. */
   tools: ReturnType<typeof selectToolCalls>;
+  /** Set when the knowledge base's model was offered tools: their calls come back with its reply. */
+  modelTools?: { form: { value: Record<string, unknown> | null } };
 }
 
 /** Who sends the turn: an API key (with the interface it came with) or a visitor of a public interface. */
@@ -30,7 +35,7 @@ export type ChatSender =
  * and the session, ask the backend, store the exchange, answer as JSON or as a stream of events.
  */
 export async function prepareChat(
-  deps: Pick<AppDeps, 'database' | 'secrets'>,
+  deps: Pick<AppDeps, 'database' | 'secrets' | 'http' | 'config' | 'webhookJobs'>,
   key: ChatSender,
   input: z.infer<typeof chatRequestSchema>,
   requestId: string,
@@ -66,9 +71,14 @@ export async function prepareChat(
         role: m.role === 'user' ? ('user' as const) : ('assistant' as const),
         content: m.content,
       }));
+  const endpoint = iface.endpoint_url ? { url: iface.endpoint_url, type: iface.endpoint_type as never, apiKeyEnc: iface.endpoint_api_key_enc } : null;
+  // A knowledge base with a model calls tools natively; without one, intent matching picks them.
+  const modelTools = !endpoint && kb?.llm ? await modelToolsOf(deps, kb, iface) : null;
   return {
+    ...(modelTools ? { modelTools: { form: modelTools.form } } : {}),
     backend: {
-      endpoint: iface.endpoint_url ? { url: iface.endpoint_url, type: iface.endpoint_type as never, apiKeyEnc: iface.endpoint_api_key_enc } : null,
+      ...(modelTools ? { tools: modelTools.runner } : {}),
+      endpoint,
       kb,
       message: input.message,
       sessionId,
@@ -77,8 +87,52 @@ export async function prepareChat(
       requestId,
     },
     session: { id: sessionId, chatInterfaceId: iface.id, ownerId: iface.owner_id, isNew, visitorId },
-    tools: await withOfferedSlots(deps, iface, selectToolCalls(input.message, kb?.tools ?? [])),
+    tools: modelTools ? { toolCalls: [], formConfig: null } : await withOfferedSlots(deps, iface, selectToolCalls(input.message, kb?.tools ?? [])),
   };
+}
+
+/**
+ * The tools a knowledge base's model may call: its own (lead capture shows the form, booking offers the free slots)
+ * and the connected-account tools enabled for it. Null when there are none (the model then answers plainly).
+ */
+async function modelToolsOf(
+  deps: Pick<AppDeps, 'database' | 'secrets' | 'http' | 'config' | 'webhookJobs'>,
+  kb: KbConfigRow,
+  iface: { id: string; slug: string; owner_id: string },
+) {
+  const form: { value: Record<string, unknown> | null } = { value: null };
+  const builtIn: RunnableTool[] = [];
+  const lead = kb.tools.find((t) => t.name === 'lead_capture' && t.enabled);
+  if (lead) {
+    builtIn.push({
+      definition: {
+        name: 'lead_capture',
+        description: 'Shows the visitor a form to leave their contact details. Call it when they ask to be contacted by a person.',
+        parameters: {
+          type: 'object',
+          properties: { reason: { type: 'string', description: 'Why the visitor wants to be contacted' } },
+          additionalProperties: false,
+        },
+      },
+      run: async () => {
+        form.value = { tool: 'lead_capture', ...(lead.config ?? {}) };
+        return { shown: true, note: 'The visitor now sees the form; tell them briefly to fill it in.' };
+      },
+    });
+  }
+  const booking = kb.tools.find((t) => t.name === 'book_slot' && t.enabled);
+  if (booking) {
+    builtIn.push({
+      definition: {
+        name: 'book_slot',
+        description: 'Finds the next free appointment slots. Call it when the visitor wants to book a meeting; the visitor picks one in the chat.',
+        parameters: { type: 'object', properties: {}, additionalProperties: false },
+      },
+      run: () => offerSlots(deps, iface, booking.config ?? {}),
+    });
+  }
+  const tools = [...builtIn, ...(await connectedTools(deps, iface.owner_id, kb.id))];
+  return tools.length > 0 ? { runner: toolRunner(tools), form } : null;
 }
 
 /** A booking tool call carries the interface's next free slots, read now. */
@@ -89,13 +143,19 @@ async function withOfferedSlots(deps: Pick<AppDeps, 'database'>, iface: { id: st
   return { ...tools, toolCalls: tools.toolCalls.map((call) => (call === booking ? { name: call.name, arguments: offer } : call)) };
 }
 
-async function record(deps: Pick<AppDeps, 'database' | 'webhookJobs'>, prepared: PreparedChat, reply: { text: string; sources: unknown[]; usage: unknown }) {
+/** The turn's tool calls and form: the model's executed calls when it had tools, intent matching's otherwise. */
+function toolsOf(prepared: PreparedChat, reply: ChatBackendReply) {
+  if (!prepared.modelTools) return prepared.tools;
+  return { toolCalls: reply.toolCalls ?? [], formConfig: prepared.modelTools.form.value };
+}
+
+async function record(deps: Pick<AppDeps, 'database' | 'webhookJobs'>, prepared: PreparedChat, reply: ChatBackendReply, toolCalls: unknown) {
   const { webhooksQueued } = await repo.recordExchange(deps.database.db, prepared.session, {
     message: prepared.backend.message,
     reply: reply.text,
     sources: reply.sources,
     usage: reply.usage,
-    toolCalls: prepared.tools.toolCalls,
+    toolCalls,
   });
   if (webhooksQueued > 0) deps.webhookJobs.notify();
 }
@@ -118,13 +178,14 @@ export async function answerChat(ctx: Context, prepared: PreparedChat) {
 async function finish(ctx: Context, prepared: PreparedChat, upstreamReply: ChatBackendReply) {
   // The reply is the upstream's text: whatever it holds, it must be storable (NUL dropped, lone surrogates replaced).
   const reply = toStorable(upstreamReply);
-  await record(ctx.deps, prepared, reply);
+  const tools = toStorable(toolsOf(prepared, reply));
+  await record(ctx.deps, prepared, reply, tools.toolCalls);
   return {
     message: reply.text,
     sources: reply.sources,
     usage: reply.usage,
     sessionId: prepared.session.id,
-    toolCalls: prepared.tools.toolCalls,
-    formConfig: prepared.tools.formConfig,
+    toolCalls: tools.toolCalls,
+    formConfig: tools.formConfig,
   };
 }

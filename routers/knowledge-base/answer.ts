@@ -1,6 +1,6 @@
 import type { AppDeps } from '../context.ts';
 import type { AppError } from '../../schema/errors.ts';
-import { createChatCompletion, streamChatCompletion, type ChatMessage } from '../../adapters/outbound/ai/openai-chat.ts';
+import { createChatCompletion, streamChatCompletion, type ChatMessage, type ModelTool } from '../../adapters/outbound/ai/openai-chat.ts';
 import type { AiUsage } from '../../adapters/outbound/ai/core/response.ts';
 import type { AiUpstreamError } from '../../adapters/outbound/ai/core/upstream-error.ts';
 import { rethrowUpstream, upstreamAppError } from '../ai-errors.ts';
@@ -66,11 +66,66 @@ function extractive(query: string, passages: RetrievedPassage[], embeddingTokens
   return { answer, usage: { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens } };
 }
 
+/** A tool call the model made during an answer, with what it returned (or why it failed). */
+export interface ExecutedToolCall {
+  name: string;
+  arguments: Record<string, unknown>;
+  result?: unknown;
+  error?: string;
+}
+
+/** The tools a model may call while answering, and how a call is carried out (bounded by the caller). */
+export interface ToolRunner {
+  definitions: ModelTool[];
+  run(name: string, args: unknown): Promise<{ ok: true; result: unknown } | { ok: false; error: string }>;
+}
+
+/** Model turns per answer at most: a model that keeps calling tools gets a final answer asked for without them. */
+const MAX_TOOL_STEPS = 4;
+
 export interface AnswerOptions {
   signal?: AbortSignal;
   history?: ChatMessage[];
+  /** Tools offered through the model's native tool calling (only with a language model). */
+  tools?: ToolRunner;
   /** How an embedding-provider or language-model failure reaches the caller; by default as the owner's (with the provider's reason). */
   onUpstreamError?: (error: AiUpstreamError) => AppError;
+}
+
+/**
+ * The model answers with tools at hand: each round its tool calls run (arguments parsed, failures reported back to
+ * it as errors), their results go back as tool messages, and after MAX_TOOL_STEPS rounds it must answer in text.
+ */
+async function answerWithTools(deps: AnswerDeps, config: KbConfigRow, messages: ChatMessage[], tools: ToolRunner, signal?: AbortSignal) {
+  const executed: ExecutedToolCall[] = [];
+  const usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+  const conversation = [...messages];
+  for (let step = 0; ; step++) {
+    const offered = step < MAX_TOOL_STEPS ? tools.definitions : [];
+    const reply = await createChatCompletion(deps.http, { ...llmRequest(deps, config, conversation, signal), tools: offered });
+    usage.promptTokens += reply.usage.promptTokens;
+    usage.completionTokens += reply.usage.completionTokens;
+    usage.totalTokens += reply.usage.totalTokens;
+    if (reply.toolCalls.length === 0 || offered.length === 0) return { answer: reply.text, usage, toolCalls: executed };
+    conversation.push({ role: 'assistant', content: reply.text, toolCalls: reply.toolCalls });
+    for (const call of reply.toolCalls) {
+      let args: Record<string, unknown> | undefined;
+      try {
+        const parsed: unknown = JSON.parse(call.arguments || '{}');
+        args = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
+      } catch {
+        args = undefined;
+      }
+      const outcome = args === undefined ? { ok: false as const, error: 'The arguments were not a JSON object' } : await tools.run(call.name, args);
+      const shown = args ?? { raw: call.arguments.slice(0, 2000) };
+      executed.push(outcome.ok ? { name: call.name, arguments: shown, result: outcome.result } : { name: call.name, arguments: shown, error: outcome.error });
+      conversation.push({
+        role: 'tool',
+        toolCallId: call.id,
+        content: JSON.stringify(outcome.ok ? outcome.result : { error: outcome.error }).slice(0, 16_000),
+      });
+    }
+  }
 }
 
 export async function answerQuery(deps: AnswerDeps, config: KbConfigRow, query: string, options: AnswerOptions = {}) {
@@ -78,6 +133,10 @@ export async function answerQuery(deps: AnswerDeps, config: KbConfigRow, query: 
     const { passages, embeddingTokens } = await retrieve(deps, config, query, config.retrieval_depth, { signal: options.signal });
     const sources = passages.map(toSource);
     if (!config.llm) return { ...extractive(query, passages, embeddingTokens), sources };
+    if (options.tools?.definitions.length) {
+      const messages = promptMessages(config, query, passages, options.history ?? []);
+      return { ...(await answerWithTools(deps, config, messages, options.tools, options.signal)), sources };
+    }
     if (passages.length === 0) return { answer: NOT_FOUND_ANSWER, sources, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 } };
     const reply = await createChatCompletion(
       deps.http,
@@ -92,7 +151,7 @@ export async function answerQuery(deps: AnswerDeps, config: KbConfigRow, query: 
 export type AnswerEvent =
   | { type: 'sources'; sources: Source[] }
   | { type: 'delta'; text: string }
-  | { type: 'complete'; answer: string; sources: Source[]; usage: AiUsage };
+  | { type: 'complete'; answer: string; sources: Source[]; usage: AiUsage; toolCalls?: ExecutedToolCall[] };
 
 /** The streaming form: sources first, then answer deltas (the provider's own stream when a model is set), then complete. */
 export async function* streamAnswer(deps: AnswerDeps, config: KbConfigRow, query: string, options: AnswerOptions = {}): AsyncGenerator<AnswerEvent> {
@@ -100,6 +159,13 @@ export async function* streamAnswer(deps: AnswerDeps, config: KbConfigRow, query
     const { passages, embeddingTokens } = await retrieve(deps, config, query, config.retrieval_depth, { signal: options.signal });
     const sources = passages.map(toSource);
     yield { type: 'sources', sources };
+    if (config.llm && options.tools?.definitions.length) {
+      // Tool rounds are not streamed: the final text arrives as one delta once the tools have run.
+      const result = await answerWithTools(deps, config, promptMessages(config, query, passages, options.history ?? []), options.tools, options.signal);
+      yield { type: 'delta', text: result.answer };
+      yield { type: 'complete', answer: result.answer, sources, usage: result.usage, toolCalls: result.toolCalls };
+      return;
+    }
     if (!config.llm || passages.length === 0) {
       const result = config.llm
         ? { answer: NOT_FOUND_ANSWER, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 } }

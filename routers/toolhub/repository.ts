@@ -99,3 +99,32 @@ export const findState = (db: Db, stateHash: string) =>
 
 /** States older than a day are of no use to anyone (they expire after minutes). */
 export const purgeStates = (db: Db) => db.deleteFrom('toolhub_oauth_states').where('expires_at', '<', sql<Date>`now() - interval '1 day'`).execute();
+
+export const listEnabledTools = (db: Db, ownerId: string, configId?: string) => {
+  let query = db
+    .selectFrom('toolhub_enabled_tools')
+    .innerJoin('toolhub_accounts', 'toolhub_accounts.id', 'toolhub_enabled_tools.account_id')
+    .select([
+      'toolhub_enabled_tools.config_id',
+      'toolhub_enabled_tools.account_id',
+      'toolhub_enabled_tools.tool',
+      'toolhub_accounts.toolkit',
+      'toolhub_accounts.status',
+    ])
+    .where('toolhub_enabled_tools.owner_id', '=', ownerId);
+  if (configId) query = query.where('toolhub_enabled_tools.config_id', '=', configId);
+  return query.orderBy('toolhub_accounts.toolkit').orderBy('toolhub_enabled_tools.tool').orderBy('toolhub_enabled_tools.account_id').execute();
+};
+
+/** Replaces a knowledge base's enabled tools in one transaction. */
+export async function replaceEnabledTools(trx: Transaction<DB>, ownerId: string, configId: string, tools: Array<{ accountId: string; tool: string }>) {
+  await trx.deleteFrom('toolhub_enabled_tools').where('owner_id', '=', ownerId).where('config_id', '=', configId).execute();
+  if (tools.length === 0) return;
+  await trx
+    .insertInto('toolhub_enabled_tools')
+    .values(tools.map((t) => ({ config_id: configId, account_id: t.accountId, tool: t.tool, owner_id: ownerId })))
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+}
+
+export const touchAccount = (db: Db, id: string) => db.updateTable('toolhub_accounts').set({ last_used_at: new Date() }).where('id', '=', id).execute();

@@ -17,6 +17,7 @@ import { ownerProcedure, publicProcedure, router } from '../trpc.ts';
 import { activate, completeAuthorization, connect, knownToolkit, toAccount } from './accounts.ts';
 import { platformClient, providerUrls } from './oauth.ts';
 import * as repo from './repository.ts';
+import { findConfig } from '../knowledge-base/repository.ts';
 import { PLATFORM_PREFIX } from './tokens.ts';
 import { TOOLKITS } from './toolkits/catalogue.ts';
 
@@ -24,6 +25,15 @@ const tags = ['Tool integrations'];
 const CALLBACK_PATH = '/api/v1/toolhub/oauth/callback';
 const STATUS_TTL_MS = 30_000;
 const STATUS_TIMEOUT_MS = 3_000;
+
+const enabledToolSchema = z.object({
+  configId: z.string(),
+  accountId: z.string(),
+  toolkit: z.string(),
+  tool: z.string(),
+  name: z.string().meta({ description: 'The name the model sees (numbered when two accounts of a toolkit are enabled)' }),
+  accountStatus: accountStatusSchema,
+});
 
 const accountNotFound = () => new AppError('NOT_FOUND', 'Account not found');
 const authConfigNotFound = () => new AppError('NOT_FOUND', 'Auth config not found');
@@ -376,6 +386,77 @@ export const toolhubRouter = router({
       if (account.status === 'DISABLED') return { account: toAccount(account) };
       const row = await repo.updateAccount(ctx.deps.database.db, account.id, { status: 'DISABLED', status_reason: 'Disabled by the owner' });
       return { account: toAccount(row!) };
+    }),
+
+  enabledTools: ownerProcedure
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/api/v1/toolhub/enabled-tools',
+        tags,
+        summary: 'Which connected-account tools each knowledge base’s model may call (addition)',
+        protect: true,
+      },
+    })
+    .input(z.object({ configId: idParam.optional().meta({ description: 'Only this knowledge base' }) }))
+    .output(z.object({ tools: z.array(enabledToolSchema) }))
+    .query(async ({ ctx, input }) => {
+      if (input.configId !== undefined && namesNothing(input.configId)) return { tools: [] };
+      const rows = await repo.listEnabledTools(ctx.deps.database.db, ctx.owner.id, input.configId);
+      return {
+        tools: rows.map((r) => ({
+          configId: r.config_id,
+          accountId: r.account_id,
+          toolkit: r.toolkit,
+          tool: r.tool,
+          name: `${r.toolkit}__${r.tool}`,
+          accountStatus: r.status,
+        })),
+      };
+    }),
+
+  setEnabledTools: ownerProcedure
+    .meta({
+      openapi: {
+        method: 'PUT',
+        path: '/api/v1/toolhub/enabled-tools',
+        tags,
+        summary: 'Sets the connected-account tools a knowledge base’s model may call (addition); replaces the list',
+        description: 'Offered in chat when the knowledge base has a language model; only ACTIVE accounts are offered.',
+        protect: true,
+        errorResponses: { 404: 'No knowledge base of yours has this id' },
+      },
+    })
+    .input(
+      z.object({
+        configId: idParam,
+        tools: z.array(z.object({ accountId: idParam, tool: z.string().min(1).max(100) })).max(50),
+      }),
+    )
+    .output(z.object({ tools: z.array(enabledToolSchema) }))
+    .mutation(async ({ ctx, input }) => {
+      const db = ctx.deps.database.db;
+      if (namesNothing(input.configId) || !(await findConfig(db, ctx.owner.id, input.configId))) throw new AppError('NOT_FOUND', 'Knowledge base not found');
+      for (const [index, entry] of input.tools.entries()) {
+        const account = namesNothing(entry.accountId) ? undefined : await repo.findAccount(db, ctx.owner.id, entry.accountId);
+        if (!account) throw new AppError('VALIDATION_FAILED', 'Invalid request parameters', `tools.${index}.accountId: no account of yours has this id`);
+        const toolkit = knownToolkit(account.toolkit);
+        if (!toolkit.tools.some((t) => t.name === entry.tool)) {
+          throw new AppError('VALIDATION_FAILED', 'Invalid request parameters', `tools.${index}.tool: ${toolkit.slug} has no tool ${entry.tool.slice(0, 100)}`);
+        }
+      }
+      await db.transaction().execute((trx) => repo.replaceEnabledTools(trx, ctx.owner.id, input.configId, input.tools));
+      const rows = await repo.listEnabledTools(db, ctx.owner.id, input.configId);
+      return {
+        tools: rows.map((r) => ({
+          configId: r.config_id,
+          accountId: r.account_id,
+          toolkit: r.toolkit,
+          tool: r.tool,
+          name: `${r.toolkit}__${r.tool}`,
+          accountStatus: r.status,
+        })),
+      };
     }),
 
   debugAccounts: ownerProcedure

@@ -86,6 +86,7 @@ describe('createChatCompletion', () => {
       usage: { promptTokens: 21, completionTokens: 8, totalTokens: 29 },
       usageReported: true,
       model: 'gpt-test',
+      toolCalls: [],
     });
     expect(mock.requests).toHaveLength(1);
     const sent = mock.requests[0]!;
@@ -99,6 +100,43 @@ describe('createChatCompletion', () => {
       temperature: 0.2,
       max_tokens: 256,
     });
+  });
+
+  it('offers tools as functions, sends tool turns back, and reads the tool calls of a reply', async () => {
+    mock.setReply(() => ({
+      rawBody: JSON.stringify({
+        model: 'gpt-test',
+        choices: [
+          {
+            message: {
+              role: 'assistant',
+              content: null,
+              tool_calls: [
+                { id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{"q":"tents"}' } },
+                { type: 'function', function: { arguments: '{}' } },
+              ],
+            },
+          },
+        ],
+      }),
+    }));
+    const tools = [{ name: 'lookup', description: 'Looks things up', parameters: { type: 'object', properties: { q: { type: 'string' } } } }];
+    const messages = [
+      { role: 'user' as const, content: 'Find tents' },
+      { role: 'assistant' as const, content: '', toolCalls: [{ id: 'call_0', name: 'lookup', arguments: '{"q":"x"}' }] },
+      { role: 'tool' as const, content: '{"found":0}', toolCallId: 'call_0' },
+    ];
+    const result = await createChatCompletion(http, request({ messages, tools }));
+    expect(result.text).toBe('');
+    expect(result.toolCalls).toEqual([{ id: 'call_1', name: 'lookup', arguments: '{"q":"tents"}' }]);
+    const sent = mock.requests[0]!.body;
+    expect(sent.tools).toEqual([{ type: 'function', function: tools[0] }]);
+    expect(sent.messages[1]).toEqual({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'call_0', type: 'function', function: { name: 'lookup', arguments: '{"q":"x"}' } }],
+    });
+    expect(sent.messages[2]).toEqual({ role: 'tool', tool_call_id: 'call_0', content: '{"found":0}' });
   });
 
   it('does not double /v1 and omits Authorization without a key', async () => {

@@ -14,8 +14,26 @@ import { invalidResponse as coreInvalidResponse, reportedError, statusError, tra
 import { SseParser, type SseEvent } from './sse.ts';
 
 export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant';
+  role: 'system' | 'user' | 'assistant' | 'tool';
   content: string;
+  /** An assistant turn that called tools (native tool calling). */
+  toolCalls?: ModelToolCall[];
+  /** A tool turn: the call it answers. */
+  toolCallId?: string;
+}
+
+/** A function the model may call, described by a JSON Schema (OpenAI's `tools` of type `function`). */
+export interface ModelTool {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+/** A call the model asked for; `arguments` is the JSON text the model wrote (it may not parse). */
+export interface ModelToolCall {
+  id: string;
+  name: string;
+  arguments: string;
 }
 
 export interface ChatRequest {
@@ -25,6 +43,8 @@ export interface ChatRequest {
   messages: ChatMessage[];
   temperature?: number;
   maxTokens?: number;
+  /** Functions offered to the model; its reply may then be calls instead of (or beside) text. */
+  tools?: ModelTool[];
   /** Whole exchange, connect to last byte (streams included). Defaults: 60 s, 5 min for streams. */
   timeoutMs?: number;
   signal?: AbortSignal;
@@ -37,6 +57,8 @@ export interface ChatCompletion {
   usageReported: boolean;
   /** The model the provider says answered, else the requested one. */
   model: string;
+  /** The tool calls of the reply (empty when it is only text). */
+  toolCalls: ModelToolCall[];
 }
 
 export type ChatStreamEvent = { type: 'delta'; text: string } | { type: 'done'; text: string; usage: AiUsage; usageReported: boolean };
@@ -88,7 +110,7 @@ export async function createChatCompletion(http: GuardedHttpClient, req: ChatReq
   const text = parsed.text;
   const { usage, usageReported } = resolveUsage(readOpenAiUsage(parsed.json), req.messages, text);
   const model = readString(parsed.json, 'model') ?? req.model;
-  return { text, usage, usageReported, model };
+  return { text, usage, usageReported, model, toolCalls: parsed.toolCalls };
 }
 
 export async function* streamChatCompletion(http: GuardedHttpClient, req: ChatRequest): AsyncGenerator<ChatStreamEvent> {
@@ -187,8 +209,21 @@ function requestHeaders(req: ChatRequest, accept: string): Record<string, string
 function requestBody(req: ChatRequest, stream: boolean): Record<string, unknown> {
   const body: Record<string, unknown> = {
     model: req.model,
-    messages: req.messages.map((m) => ({ role: m.role, content: m.content })),
+    messages: req.messages.map((m) =>
+      m.role === 'tool'
+        ? { role: 'tool', tool_call_id: m.toolCallId, content: m.content }
+        : m.toolCalls?.length
+          ? {
+              role: m.role,
+              content: m.content || null,
+              tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
+            }
+          : { role: m.role, content: m.content },
+    ),
   };
+  if (req.tools?.length) {
+    body['tools'] = req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }));
+  }
   if (req.temperature !== undefined) body['temperature'] = req.temperature;
   if (req.maxTokens !== undefined) body['max_tokens'] = req.maxTokens;
   if (stream) {
@@ -220,14 +255,28 @@ function embeddedError(req: ChatRequest, parsed: unknown) {
 }
 
 /** A whole (non-streamed) reply: its JSON and message text, or the failure it is. */
-function completeReply(req: ChatRequest, bodyText: string): { json: unknown; text: string } {
+function completeReply(req: ChatRequest, bodyText: string): { json: unknown; text: string; toolCalls: ModelToolCall[] } {
   const json = parseJson(bodyText);
   if (json === undefined) throw invalidResponse('the language-model provider did not return JSON', upstreamExcerpt(bodyText, req.apiKey));
   const providerError = embeddedError(req, json);
   if (providerError !== null) throw providerError;
-  const text = messageText(json);
+  const toolCalls = req.tools?.length ? messageToolCalls(json) : [];
+  const text = messageText(json) ?? (toolCalls.length > 0 ? '' : null);
   if (text === null) throw invalidResponse('the language-model provider returned no message content');
-  return { json, text };
+  return { json, text, toolCalls };
+}
+
+/** choices[0].message.tool_calls, the well-formed ones (a function name and its argument text). */
+function messageToolCalls(parsed: unknown): ModelToolCall[] {
+  const calls = readPath(firstChoice(parsed), ['message', 'tool_calls']);
+  if (!Array.isArray(calls)) return [];
+  return calls.flatMap((call, index) => {
+    const name = readPath(call, ['function', 'name']);
+    const args = readPath(call, ['function', 'arguments']);
+    const id = readPath(call, ['id']);
+    if (typeof name !== 'string' || name === '') return [];
+    return [{ id: typeof id === 'string' && id !== '' ? id : `call_${index}`, name, arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}) }];
+  });
 }
 
 function readString(value: unknown, key: string): string | undefined {

@@ -1,0 +1,123 @@
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import type { ModelTool } from '../../adapters/outbound/ai/openai-chat.ts';
+import { AppError } from '../../schema/errors.ts';
+import type { AppDeps } from '../context.ts';
+import type { ToolRunner } from '../knowledge-base/answer.ts';
+import { providerUrls } from './oauth.ts';
+import * as repo from './repository.ts';
+import { credentialFor } from './tokens.ts';
+import { findToolkit } from './toolkits/catalogue.ts';
+import { ToolError, type ToolDefinition, type Toolkit } from './toolkit.ts';
+
+/** One tool call may take this long, provider call included; the model is told it timed out. */
+const TOOL_TIMEOUT_MS = 15_000;
+
+const ajv = new Ajv2020({ allErrors: false, strict: false });
+addFormats.default(ajv);
+const validators = new WeakMap<object, ValidateFunction>();
+function validatorOf(schema: Record<string, unknown>) {
+  let validate = validators.get(schema);
+  if (!validate) {
+    validate = ajv.compile(schema);
+    validators.set(schema, validate);
+  }
+  return validate;
+}
+
+/** A tool the model may call, and how it runs. Names follow the providers' rule: [a-zA-Z0-9_-]{1,64}. */
+export interface RunnableTool {
+  definition: ModelTool;
+  run(args: unknown): Promise<unknown>;
+}
+
+/**
+ * The connected-account tools a knowledge base enabled, as model tools. Only ACTIVE accounts are offered; a
+ * second account of the same toolkit gets a numbered name. Arguments are checked against the tool's JSON Schema
+ * before anything is sent; the provider call uses the account's credential (refreshed if due) with a deadline.
+ */
+export async function connectedTools(
+  deps: Pick<AppDeps, 'database' | 'secrets' | 'http' | 'config' | 'webhookJobs'>,
+  ownerId: string,
+  configId: string,
+): Promise<RunnableTool[]> {
+  const enabled = (await repo.listEnabledTools(deps.database.db, ownerId, configId)).filter((row) => row.status === 'ACTIVE');
+  const seen = new Map<string, number>();
+  const tools: RunnableTool[] = [];
+  for (const row of enabled) {
+    const toolkit = findToolkit(row.toolkit);
+    const tool = toolkit?.tools.find((t) => t.name === row.tool);
+    if (!toolkit || !tool) continue;
+    const base = `${toolkit.slug}__${tool.name}`.slice(0, 60);
+    const count = (seen.get(base) ?? 0) + 1;
+    seen.set(base, count);
+    const account = await repo.findAccount(deps.database.db, ownerId, row.account_id);
+    if (!account) continue;
+    const settings = (account.settings as Record<string, unknown>) ?? {};
+    const schema = toolkit.slug === 'http' && isObject(settings.inputSchema) ? settings.inputSchema : tool.inputSchema;
+    const description = toolkit.slug === 'http' && typeof settings.description === 'string' ? settings.description : tool.description;
+    tools.push({
+      definition: {
+        name: count === 1 ? base : `${base}_${count}`,
+        description: `${description} (${toolkit.name}${account.label ? `: ${account.label}` : ''})`,
+        parameters: schema,
+      },
+      run: (args) => runConnectedTool(deps, toolkit, tool, account.id, schema, args),
+    });
+  }
+  return tools;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+async function runConnectedTool(
+  deps: Pick<AppDeps, 'database' | 'secrets' | 'http' | 'config' | 'webhookJobs'>,
+  toolkit: Toolkit,
+  tool: ToolDefinition,
+  accountId: string,
+  schema: Record<string, unknown>,
+  args: unknown,
+) {
+  const validate = validatorOf(schema);
+  if (!validate(args)) {
+    const issue = validate.errors?.[0];
+    throw new ToolError(`Invalid arguments: ${issue?.instancePath || '(input)'} ${issue?.message ?? 'does not match the schema'}`);
+  }
+  const account = await repo.findAccountById(deps.database.db, accountId);
+  if (!account) throw new ToolError('The connected account is gone');
+  const credential = await credentialFor(deps, toolkit, account);
+  await repo.touchAccount(deps.database.db, accountId);
+  return tool.run(args as Record<string, unknown>, {
+    http: deps.http,
+    credential,
+    apiBaseUrl: providerUrls(deps.config, toolkit).apiBaseUrl,
+    settings: (account.settings as Record<string, unknown>) ?? {},
+    timeoutMs: TOOL_TIMEOUT_MS,
+    signal: AbortSignal.timeout(TOOL_TIMEOUT_MS),
+  });
+}
+
+/** The runner the answer loop uses: a failing tool becomes an error the model reads, never an exception. */
+export function toolRunner(tools: RunnableTool[]): ToolRunner {
+  const byName = new Map(tools.map((t) => [t.definition.name, t]));
+  return {
+    definitions: tools.map((t) => t.definition),
+    async run(name, args) {
+      const tool = byName.get(name);
+      if (!tool) return { ok: false, error: `There is no tool named ${name.slice(0, 64)}` };
+      try {
+        const result = await Promise.race([
+          tool.run(args),
+          new Promise<never>((_, reject) =>
+            setTimeout(() => reject(new ToolError(`The tool did not answer within ${TOOL_TIMEOUT_MS / 1000} s`)), TOOL_TIMEOUT_MS).unref(),
+          ),
+        ]);
+        return { ok: true, result };
+      } catch (error) {
+        if (error instanceof ToolError || error instanceof AppError)
+          return { ok: false, error: error instanceof AppError && error.details ? error.details : error.message };
+        return { ok: false, error: 'The tool failed' };
+      }
+    },
+  };
+}

@@ -1,0 +1,224 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSlackServer, type ProviderServer } from '../helpers/provider-servers.ts';
+import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+
+/**
+ * Tools in chat: a knowledge base whose language model (an OpenAI-compatible server in this test, answering with
+ * native `tool_calls`) is offered the owner's enabled Slack tool and the built-in lead capture; a visitor's
+ * message makes the model call them; each call, its arguments and its result or error are in `toolCalls` and the
+ * history; the provider (a local Slack) received the real request.
+ */
+
+type Reply = { toolCalls?: Array<{ name: string; arguments: unknown }>; text?: string };
+let model: Server;
+let modelUrl: string;
+/** What the model answers next, in order; with none left it answers in text. */
+const script: Reply[] = [];
+const seen: Array<{
+  tools: Array<{ function: { name: string } }> | undefined;
+  messages: Array<{ role: string; content: string | null; tool_call_id?: string }>;
+}> = [];
+let slack: ProviderServer;
+let app: TestApp;
+let owner: { token: string; ownerId: string };
+let other: { token: string; ownerId: string };
+let configId: string;
+let slug: string;
+let accountId: string;
+
+async function startModel() {
+  model = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => {
+      body += chunk;
+    });
+    req.on('end', () => {
+      const request = JSON.parse(body);
+      seen.push({ tools: request.tools, messages: request.messages });
+      const next = request.tools?.length ? script.shift() : undefined;
+      const message = next?.toolCalls
+        ? {
+            role: 'assistant',
+            content: null,
+            tool_calls: next.toolCalls.map((c, i) => ({
+              id: `call_${seen.length}_${i}`,
+              type: 'function',
+              function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+            })),
+          }
+        : { role: 'assistant', content: next?.text ?? 'Done: I posted it.' };
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          id: 'cmpl',
+          model: 'tool-model',
+          choices: [{ index: 0, message, finish_reason: next?.toolCalls ? 'tool_calls' : 'stop' }],
+          usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+        }),
+      );
+    });
+  });
+  await new Promise<void>((resolve) => model.listen(0, '127.0.0.1', resolve));
+  modelUrl = `http://127.0.0.1:${(model.address() as AddressInfo).port}`;
+}
+
+async function visitorChat(message: string, sessionId?: string) {
+  const session = await app.request('POST', `/api/v1/chat/${slug}/visitor-sessions`, { body: {} });
+  const res = await app.request('POST', `/api/v1/chat/${slug}/visitor-messages`, {
+    token: session.body.data.token,
+    body: sessionId ? { message, sessionId } : { message },
+  });
+  expect(res.status, res.text).toBe(200);
+  return { body: res.body, token: session.body.data.token as string };
+}
+
+beforeAll(async () => {
+  await startModel();
+  slack = await startSlackServer();
+  slack.validTokens.add('xoxb-valid');
+  app = await startTestApp({
+    TOOLHUB_PROVIDER_URLS: `slack.api=${slack.url}`,
+    OUTBOUND_ALLOW_HOSTS: [new URL(modelUrl).host, slack.hostPort].join(','),
+    RATE_LIMIT_DEFAULT: '10000',
+    RATE_LIMIT_CHAT: '10000',
+  });
+  owner = await app.signUp('toolchat');
+  other = await app.signUp('toolchat-other');
+  const kb = await app.request('POST', '/api/v1/knowledge-base/configs', {
+    token: owner.token,
+    body: { name: 'Ops', llm: { provider: 'openai', baseUrl: modelUrl, model: 'tool-model' } },
+  });
+  expect(kb.status, kb.text).toBe(201);
+  configId = kb.body.data.config.id;
+  await app.request('PATCH', `/api/v1/knowledge-base/configs/${configId}/tools`, {
+    token: owner.token,
+    body: { tools: [{ name: 'lead_capture', enabled: true }] },
+  });
+  const iface = await app.request('POST', '/api/v1/chat-interfaces', { token: owner.token, body: { name: 'Ops chat', configId, public: true } });
+  slug = iface.body.data.chatInterface.slug;
+  // The account as the OAuth flow leaves it (that flow is tested in toolhub.test.ts).
+  accountId = randomUUID();
+  await app.deps.database.db
+    .insertInto('toolhub_accounts')
+    .values({
+      id: accountId,
+      owner_id: owner.ownerId,
+      toolkit: 'slack',
+      auth_config_id: null,
+      label: 'Team',
+      status: 'ACTIVE',
+      status_reason: null,
+      settings: '{}',
+      scopes: '[]',
+      access_token_enc: app.deps.secrets.seal('xoxb-valid'),
+      token_expires_at: null,
+    })
+    .execute();
+});
+afterAll(async () => {
+  await app?.stop();
+  await slack?.close();
+  model?.close();
+});
+
+describe('tools in chat', () => {
+  it('enabling tools is checked: another owner’s knowledge base or account, an unknown tool', async () => {
+    const bad = await app.request('PUT', '/api/v1/toolhub/enabled-tools', {
+      token: owner.token,
+      body: { configId, tools: [{ accountId, tool: 'delete_workspace' }] },
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.details).toContain('tools.0.tool');
+    const foreign = await app.request('PUT', '/api/v1/toolhub/enabled-tools', { token: other.token, body: { configId, tools: [] } });
+    expect(foreign.status).toBe(404);
+    const otherKb = (await app.request('POST', '/api/v1/knowledge-base/configs', { token: other.token, body: {} })).body.data.config.id;
+    const stolen = await app.request('PUT', '/api/v1/toolhub/enabled-tools', {
+      token: other.token,
+      body: { configId: otherKb, tools: [{ accountId, tool: 'post_message' }] },
+    });
+    expect(stolen.status).toBe(400);
+    expect(stolen.body.error.details).toContain('tools.0.accountId');
+    const ok = await app.request('PUT', '/api/v1/toolhub/enabled-tools', {
+      token: owner.token,
+      body: { configId, tools: [{ accountId, tool: 'post_message' }] },
+    });
+    expect(ok.status, ok.text).toBe(200);
+    expect(ok.body.data.tools).toEqual([{ configId, accountId, toolkit: 'slack', tool: 'post_message', name: 'slack__post_message', accountStatus: 'ACTIVE' }]);
+    expect((await app.request('GET', '/api/v1/toolhub/enabled-tools', { token: other.token })).body.data.tools).toEqual([]);
+  });
+
+  it('the model calls the Slack tool; the call, its result and the reply are in toolCalls and the history', async () => {
+    script.push({ toolCalls: [{ name: 'slack__post_message', arguments: { channel: '#general', text: 'A visitor says hello' } }] });
+    const before = slack.requests.length;
+    const { body, token } = await visitorChat('Please tell the team I said hello');
+    expect(body.message).toBe('Done: I posted it.');
+    expect(body.toolCalls).toEqual([
+      {
+        name: 'slack__post_message',
+        arguments: { channel: '#general', text: 'A visitor says hello' },
+        result: expect.objectContaining({ channel: expect.any(String), ts: expect.any(String) }),
+      },
+    ]);
+    const posted = slack.requests.slice(before).find((r) => r.path.endsWith('/chat.postMessage'))!;
+    expect(posted.headers.authorization).toBe('Bearer xoxb-valid');
+    expect(posted.body).toMatchObject({ channel: '#general', text: 'A visitor says hello' });
+    // The model was offered both tools, and got the result back as a tool message.
+    const offered = seen
+      .at(-2)!
+      .tools!.map((t) => t.function.name)
+      .sort();
+    expect(offered).toEqual(['lead_capture', 'slack__post_message']);
+    expect(seen.at(-1)!.messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: expect.stringMatching(/^call_/) });
+
+    const history = await app.request('GET', `/api/v1/chat/${slug}/visitor-history?sessionId=${body.sessionId}`, { token });
+    expect(history.body.data.messages.at(-1).toolCalls[0]).toMatchObject({ name: 'slack__post_message', result: { channel: expect.any(String) } });
+    const debug = await app.request('GET', '/api/v1/toolhub/debug-accounts', { token: owner.token });
+    expect(debug.body.data.accounts[0].lastUsedAt).not.toBeNull();
+  });
+
+  it('a failing call and bad arguments come back to the model as errors, and show in toolCalls', async () => {
+    script.push({
+      toolCalls: [
+        { name: 'slack__post_message', arguments: { channel: '#nope', text: 'x' } },
+        { name: 'slack__post_message', arguments: { text: 'no channel' } },
+        { name: 'shell__rm', arguments: {} },
+      ],
+    });
+    const { body } = await visitorChat('Post it to the nope channel');
+    expect(body.toolCalls).toEqual([
+      { name: 'slack__post_message', arguments: { channel: '#nope', text: 'x' }, error: expect.stringMatching(/channel_not_found/) },
+      { name: 'slack__post_message', arguments: { text: 'no channel' }, error: expect.stringMatching(/Invalid arguments/) },
+      { name: 'shell__rm', arguments: {}, error: 'There is no tool named shell__rm' },
+    ]);
+    const toolMessages = seen.at(-1)!.messages.filter((m) => m.role === 'tool');
+    expect(toolMessages).toHaveLength(3);
+    expect(toolMessages[0]!.content).toContain('channel_not_found');
+  });
+
+  it('lead capture is a tool too: the model calls it and the widget gets the form', async () => {
+    script.push({ toolCalls: [{ name: 'lead_capture', arguments: { reason: 'wants a call' } }] }, { text: 'Please leave your details in the form.' });
+    const { body } = await visitorChat('Can someone call me?');
+    expect(body.toolCalls[0]).toMatchObject({ name: 'lead_capture', result: { shown: true } });
+    expect(body.formConfig).toMatchObject({ tool: 'lead_capture', fields: expect.any(Array) });
+  });
+
+  it('a model that keeps calling tools is stopped after four rounds and answers without them', async () => {
+    for (let i = 0; i < 6; i++) script.push({ toolCalls: [{ name: 'slack__post_message', arguments: { channel: '#general', text: `loop ${i}` } }] });
+    const requestsBefore = seen.length;
+    const { body } = await visitorChat('Spam the channel');
+    expect(body.toolCalls).toHaveLength(4);
+    expect(seen.length - requestsBefore).toBe(5);
+    expect(seen.at(-1)!.tools).toBeUndefined();
+    script.length = 0;
+  });
+
+  it('a disabled account’s tools are not offered', async () => {
+    await app.request('POST', `/api/v1/toolhub/accounts/${accountId}/disable`, { token: owner.token });
+    const { body } = await visitorChat('Tell the team hello');
+    expect(body.toolCalls).toEqual([]);
+    expect(seen.at(-1)!.tools!.map((t) => t.function.name)).toEqual(['lead_capture']);
+  });
+});
