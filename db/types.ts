@@ -92,7 +92,7 @@ export interface EmbeddingSettings {
 }
 
 export interface LlmSettings {
-  provider: 'openai';
+  provider: 'openai' | 'messages';
   model: string;
   baseUrl: string;
 }

@@ -28,8 +28,10 @@ export const embeddingInputSchema = z.discriminatedUnion('provider', [
 ]);
 
 export const llmInputSchema = z.object({
-  provider: z.literal('openai'),
-  baseUrl: providerUrl.meta({ description: 'OpenAI-compatible chat server; /v1/chat/completions is appended' }),
+  provider: z.enum(['openai', 'messages']).meta({
+    description: 'openai: an OpenAI-compatible chat server (/v1/chat/completions); messages: a messages-style server (/v1/messages, x-api-key)',
+  }),
+  baseUrl: providerUrl.meta({ description: 'The server; /v1/chat/completions or /v1/messages is appended' }),
   model: z.string().min(1).max(200),
   apiKey: z.string().min(1).max(4096).optional().meta({ description: 'Stored encrypted, never returned' }),
 });
@@ -96,7 +98,7 @@ export const kbConfigSchema = z
       })
       .meta({ description: 'The configured embedding model (during a re-embedding: the one being moved to)' }),
     servingEmbeddingModel: z.string().meta({ description: 'The model of the vectors queries use now' }),
-    llm: z.object({ provider: z.literal('openai'), model: z.string(), baseUrl: z.string(), hasApiKey: z.boolean() }).nullable(),
+    llm: z.object({ provider: z.enum(['openai', 'messages']), model: z.string(), baseUrl: z.string(), hasApiKey: z.boolean() }).nullable(),
     memory: z.object({ enabled: z.boolean(), maxMessages: z.number().int() }),
     tools: z.array(z.object({ name: z.string(), enabled: z.boolean(), config: z.record(z.string(), z.unknown()) })),
     embeddingStatus: z.object({

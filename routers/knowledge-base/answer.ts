@@ -1,6 +1,7 @@
 import type { AppDeps } from '../context.ts';
 import type { AppError } from '../../schema/errors.ts';
-import { createChatCompletion, streamChatCompletion, type ChatMessage, type ModelTool } from '../../adapters/outbound/ai/openai-chat.ts';
+import { createChatCompletion, streamChatCompletion, type ChatMessage, type ChatRequest, type ModelTool } from '../../adapters/outbound/ai/openai-chat.ts';
+import { createMessagesCompletion } from '../../adapters/outbound/ai/messages-chat.ts';
 import type { AiUsage } from '../../adapters/outbound/ai/core/response.ts';
 import type { AiUpstreamError } from '../../adapters/outbound/ai/core/upstream-error.ts';
 import { rethrowUpstream, upstreamAppError } from '../ai-errors.ts';
@@ -49,6 +50,11 @@ function llmRequest(deps: Pick<AppDeps, 'secrets'>, config: KbConfigRow, message
     maxTokens: config.max_tokens,
     signal,
   };
+}
+
+/** One completion from the knowledge base's model, in its provider's format. */
+function complete(deps: Pick<AppDeps, 'http'>, config: KbConfigRow, req: ChatRequest) {
+  return config.llm?.provider === 'messages' ? createMessagesCompletion(deps.http, req) : createChatCompletion(deps.http, req);
 }
 
 /** The embedding provider's and the language model's failures, as routers/ai-errors.ts maps them (an owner's by default). */
@@ -102,7 +108,7 @@ async function answerWithTools(deps: AnswerDeps, config: KbConfigRow, messages: 
   const conversation = [...messages];
   for (let step = 0; ; step++) {
     const offered = step < MAX_TOOL_STEPS ? tools.definitions : [];
-    const reply = await createChatCompletion(deps.http, { ...llmRequest(deps, config, conversation, signal), tools: offered });
+    const reply = await complete(deps, config, { ...llmRequest(deps, config, conversation, signal), tools: offered });
     usage.promptTokens += reply.usage.promptTokens;
     usage.completionTokens += reply.usage.completionTokens;
     usage.totalTokens += reply.usage.totalTokens;
@@ -138,10 +144,7 @@ export async function answerQuery(deps: AnswerDeps, config: KbConfigRow, query: 
       return { ...(await answerWithTools(deps, config, messages, options.tools, options.signal)), sources };
     }
     if (passages.length === 0) return { answer: NOT_FOUND_ANSWER, sources, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 } };
-    const reply = await createChatCompletion(
-      deps.http,
-      llmRequest(deps, config, promptMessages(config, query, passages, options.history ?? []), options.signal),
-    );
+    const reply = await complete(deps, config, llmRequest(deps, config, promptMessages(config, query, passages, options.history ?? []), options.signal));
     return { answer: reply.text, sources, usage: reply.usage };
   } catch (error) {
     upstreamFailure(error, options);
@@ -173,6 +176,13 @@ export async function* streamAnswer(deps: AnswerDeps, config: KbConfigRow, query
       // Extractive answers are ready at once; they are still sent as deltas (paragraph by paragraph) for one client code path.
       for (const part of result.answer.split(/(?<=\n\n)/)) yield { type: 'delta', text: part };
       yield { type: 'complete', answer: result.answer, sources, usage: result.usage };
+      return;
+    }
+    if (config.llm.provider === 'messages') {
+      // Messages-style models answer whole here: the reply arrives as one delta.
+      const reply = await complete(deps, config, llmRequest(deps, config, promptMessages(config, query, passages, options.history ?? []), options.signal));
+      yield { type: 'delta', text: reply.text };
+      yield { type: 'complete', answer: reply.text, sources, usage: reply.usage };
       return;
     }
     for await (const event of streamChatCompletion(deps.http, {

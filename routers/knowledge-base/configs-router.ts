@@ -83,7 +83,7 @@ export const kbConfigsRouter = router({
             embedding_api_key_enc: embedding.provider === 'openai' && embedding.apiKey ? secrets.seal(embedding.apiKey) : null,
             serving_embedding: jsonb(embeddingSettings(embedding)),
             serving_embedding_api_key_enc: embedding.provider === 'openai' && embedding.apiKey ? secrets.seal(embedding.apiKey) : null,
-            llm: input.llm ? jsonb<LlmSettings>({ provider: 'openai', model: input.llm.model, baseUrl: input.llm.baseUrl }) : null,
+            llm: input.llm ? jsonb<LlmSettings>({ provider: input.llm.provider, model: input.llm.model, baseUrl: input.llm.baseUrl }) : null,
             llm_api_key_enc: input.llm?.apiKey ? secrets.seal(input.llm.apiKey) : null,
             memory_enabled: input.memory?.enabled ?? true,
             memory_max_messages: input.memory?.maxMessages ?? 10,
@@ -169,7 +169,7 @@ export const kbConfigsRouter = router({
                 : {}),
               ...(input.llm !== undefined
                 ? {
-                    llm: input.llm ? jsonb<LlmSettings>({ provider: 'openai', model: input.llm.model, baseUrl: input.llm.baseUrl }) : null,
+                    llm: input.llm ? jsonb<LlmSettings>({ provider: input.llm.provider, model: input.llm.model, baseUrl: input.llm.baseUrl }) : null,
                     llm_api_key_enc: nextLlmKey,
                   }
                 : {}),

@@ -21,6 +21,10 @@ const seen: Array<{
   tools: Array<{ function: { name: string } }> | undefined;
   messages: Array<{ role: string; content: string | null; tool_call_id?: string }>;
 }> = [];
+const messagesSeen: Array<{
+  headers: Record<string, unknown>;
+  body: { tools?: Array<{ name: string; input_schema: unknown }>; messages: Array<{ role: string; content: unknown }>; system?: string };
+}> = [];
 let slack: ProviderServer;
 let app: TestApp;
 let owner: { token: string; ownerId: string };
@@ -37,6 +41,27 @@ async function startModel() {
     });
     req.on('end', () => {
       const request = JSON.parse(body);
+      if (req.url === '/v1/messages') {
+        // The messages format: tool_use blocks out, tool_result blocks back in a user turn.
+        messagesSeen.push({ headers: req.headers, body: request });
+        const next = request.tools?.length ? script.shift() : undefined;
+        const content = next?.toolCalls
+          ? next.toolCalls.map((c, i) => ({ type: 'tool_use', id: `toolu_${messagesSeen.length}_${i}`, name: c.name, input: c.arguments }))
+          : [{ type: 'text', text: next?.text ?? 'Posted, messages-style.' }];
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            id: 'msg',
+            type: 'message',
+            role: 'assistant',
+            model: 'claude-like',
+            content,
+            stop_reason: next?.toolCalls ? 'tool_use' : 'end_turn',
+            usage: { input_tokens: 12, output_tokens: 6 },
+          }),
+        );
+        return;
+      }
       seen.push({ tools: request.tools, messages: request.messages });
       const next = request.tools?.length ? script.shift() : undefined;
       const message = next?.toolCalls
@@ -213,6 +238,43 @@ describe('tools in chat', () => {
     expect(seen.length - requestsBefore).toBe(5);
     expect(seen.at(-1)!.tools).toBeUndefined();
     script.length = 0;
+  });
+
+  it('a messages-style model calls the same tool with tool_use, and gets tool_result back', async () => {
+    const kb = await app.request('POST', '/api/v1/knowledge-base/configs', {
+      token: owner.token,
+      body: { name: 'Ops (messages)', llm: { provider: 'messages', baseUrl: modelUrl, model: 'claude-like', apiKey: 'sk-msg' } },
+    });
+    expect(kb.status, kb.text).toBe(201);
+    expect(kb.body.data.config.llm).toMatchObject({ provider: 'messages', hasApiKey: true });
+    const messagesKb = kb.body.data.config.id;
+    await app.request('PUT', '/api/v1/toolhub/enabled-tools', {
+      token: owner.token,
+      body: { configId: messagesKb, tools: [{ accountId, tool: 'post_message' }] },
+    });
+    const iface = await app.request('POST', '/api/v1/chat-interfaces', {
+      token: owner.token,
+      body: { name: 'Ops chat 2', configId: messagesKb, public: true },
+    });
+    const messagesSlug = iface.body.data.chatInterface.slug;
+    script.push({ toolCalls: [{ name: 'slack__post_message', arguments: { channel: '#general', text: 'from messages' } }] });
+    const session = await app.request('POST', `/api/v1/chat/${messagesSlug}/visitor-sessions`, { body: {} });
+    const res = await app.request('POST', `/api/v1/chat/${messagesSlug}/visitor-messages`, {
+      token: session.body.data.token,
+      body: { message: 'Say hi to the team' },
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.message).toBe('Posted, messages-style.');
+    expect(res.body.toolCalls).toEqual([
+      { name: 'slack__post_message', arguments: { channel: '#general', text: 'from messages' }, result: expect.objectContaining({ ts: expect.any(String) }) },
+    ]);
+    const [first, second] = messagesSeen.slice(-2);
+    expect(first!.headers['x-api-key']).toBe('sk-msg');
+    expect(first!.headers['anthropic-version']).toBe('2023-06-01');
+    expect(first!.body.tools!.map((t) => t.name)).toEqual(['slack__post_message']);
+    expect(typeof first!.body.system).toBe('string');
+    expect(second!.body.messages.at(-2)).toMatchObject({ role: 'assistant', content: [{ type: 'tool_use', name: 'slack__post_message' }] });
+    expect(second!.body.messages.at(-1)).toMatchObject({ role: 'user', content: [{ type: 'tool_result', tool_use_id: expect.stringMatching(/^toolu_/) }] });
   });
 
   it('a disabled account’s tools are not offered', async () => {

@@ -2,6 +2,7 @@ import { OAuth2Server } from 'oauth2-mock-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpEndpoint, startSlackServer, type HttpEndpointServer, type ProviderServer } from '../helpers/provider-servers.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { startWebhookReceiver, verifyDelivery, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 
 /**
  * Tool integrations through the real listener: a real OAuth 2 authorization server (oauth2-mock-server) for the
@@ -12,6 +13,7 @@ import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 let oauth: OAuth2Server;
 let slack: ProviderServer;
 let endpoint: HttpEndpointServer;
+let receiver: WebhookReceiver;
 let app: TestApp;
 let a: { token: string; ownerId: string };
 let b: { token: string; ownerId: string };
@@ -62,10 +64,11 @@ beforeAll(async () => {
   });
   slack = await startSlackServer();
   endpoint = await startHttpEndpoint();
+  receiver = await startWebhookReceiver();
   const issuer = new URL(oauth.issuer.url!);
   app = await startTestApp({
     TOOLHUB_PROVIDER_URLS: [`slack.authorize=${issuer.origin}/authorize`, `slack.token=${issuer.origin}/token`, `slack.api=${slack.url}`].join(','),
-    OUTBOUND_ALLOW_HOSTS: [issuer.host, slack.hostPort, endpoint.hostPort].join(','),
+    OUTBOUND_ALLOW_HOSTS: [issuer.host, slack.hostPort, endpoint.hostPort, receiver.hostPort].join(','),
     RATE_LIMIT_DEFAULT: '10000',
   });
   a = await app.signUp('tools-a');
@@ -82,6 +85,7 @@ afterAll(async () => {
   await oauth?.stop();
   await slack?.close();
   await endpoint?.close();
+  await receiver?.close();
 });
 
 describe('catalogue and auth configs', () => {
@@ -188,7 +192,10 @@ describe('OAuth 2 connection', () => {
     expect(one.body.data.account.identity).toBeTruthy();
   });
 
-  it('invalid_grant on refresh: the account is EXPIRED with the reason', async () => {
+  it('invalid_grant on refresh: the account is EXPIRED with the reason, and the owner’s webhook hears of it', async () => {
+    await app.deps.database.db.updateTable('owners').set({ plan: 'enterprise' }).where('id', '=', a.ownerId).execute();
+    const hook = await app.request('POST', '/api/v1/enterprise/webhooks', { token: a.token, body: { url: receiver.url, events: ['toolhub_account.expired'] } });
+    expect(hook.status, hook.text).toBe(201);
     const id = await activeSlackAccount();
     await expireToken(id);
     oauth.service.once('beforeResponse', (response: { body: unknown; statusCode: number }) => {
@@ -199,6 +206,11 @@ describe('OAuth 2 connection', () => {
     expect(res.status).toBe(409);
     const account = await app.request('GET', `/api/v1/toolhub/accounts/${id}`, { token: a.token });
     expect(account.body.data.account).toMatchObject({ status: 'EXPIRED', statusReason: expect.stringMatching(/invalid_grant/) });
+    const [delivery] = await receiver.waitFor(1);
+    expect(verifyDelivery(hook.body.data.secret, delivery!)).toMatchObject({
+      type: 'toolhub_account.expired',
+      data: { id, toolkit: 'slack', status: 'EXPIRED' },
+    });
   });
 
   it('disable is idempotent; activate re-checks the credential; another owner’s account is a 404', async () => {
