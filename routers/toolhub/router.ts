@@ -161,14 +161,19 @@ export const toolhubRouter = router({
             platformClient: z.boolean(),
             authConfigIds: z.array(z.string()),
             accounts: z.record(z.string(), z.number().int()).meta({ description: 'Account count by status' }),
+            enabledTools: z
+              .array(z.object({ configId: z.string(), accountId: z.string(), tool: z.string() }))
+              .meta({ description: 'The tools of this toolkit your knowledge bases may call' }),
           }),
         ),
       }),
     )
     .query(async ({ ctx }) => {
-      const [configs, accounts] = await Promise.all([
-        repo.listAuthConfigs(ctx.deps.database.db, ctx.owner.id),
-        repo.listAccounts(ctx.deps.database.db, ctx.owner.id),
+      const db = ctx.deps.database.db;
+      const [configs, accounts, enabled] = await Promise.all([
+        repo.listAuthConfigs(db, ctx.owner.id),
+        repo.listAccounts(db, ctx.owner.id),
+        repo.listEnabledTools(db, ctx.owner.id),
       ]);
       return {
         toolkits: TOOLKITS.map((toolkit) => {
@@ -180,6 +185,7 @@ export const toolhubRouter = router({
             platformClient: toolkit.auth.scheme === 'oauth2' && platformClient(ctx.deps.config, toolkit.slug) !== undefined,
             authConfigIds: configs.filter((c) => c.toolkit === toolkit.slug).map((c) => c.id),
             accounts: counts,
+            enabledTools: enabled.filter((e) => e.toolkit === toolkit.slug).map((e) => ({ configId: e.config_id, accountId: e.account_id, tool: e.tool })),
           };
         }),
       };

@@ -173,6 +173,8 @@ describe('tools in chat', () => {
     expect(ok.status, ok.text).toBe(200);
     expect(ok.body.data.tools).toEqual([{ configId, accountId, toolkit: 'slack', tool: 'post_message', name: 'slack__post_message', accountStatus: 'ACTIVE' }]);
     expect((await app.request('GET', '/api/v1/toolhub/enabled-tools', { token: other.token })).body.data.tools).toEqual([]);
+    const config = await app.request('GET', '/api/v1/toolhub/config', { token: owner.token });
+    expect(config.body.data.toolkits.find((t: { slug: string }) => t.slug === 'slack').enabledTools).toEqual([{ configId, accountId, tool: 'post_message' }]);
   });
 
   it('the model calls the Slack tool; the call, its result and the reply are in toolCalls and the history', async () => {
