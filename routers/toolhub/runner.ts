@@ -8,7 +8,8 @@ import { providerUrls } from './oauth.ts';
 import * as repo from './repository.ts';
 import { credentialFor } from './tokens.ts';
 import { findToolkit } from './toolkits/catalogue.ts';
-import { ToolError, type ToolDefinition, type Toolkit } from './toolkit.ts';
+import { CredentialRefusedError, ToolError, type ToolDefinition, type Toolkit } from './toolkit.ts';
+import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 
 /** One tool call may take this long, provider call included; the model is told it timed out. */
 const TOOL_TIMEOUT_MS = 15_000;
@@ -87,14 +88,28 @@ async function runConnectedTool(
   if (!account) throw new ToolError('The connected account is gone');
   const credential = await credentialFor(deps, toolkit, account);
   await repo.touchAccount(deps.database.db, accountId);
-  return tool.run(args as Record<string, unknown>, {
-    http: deps.http,
-    credential,
-    apiBaseUrl: providerUrls(deps.config, toolkit).apiBaseUrl,
-    settings: (account.settings as Record<string, unknown>) ?? {},
-    timeoutMs: TOOL_TIMEOUT_MS,
-    signal: AbortSignal.timeout(TOOL_TIMEOUT_MS),
-  });
+  try {
+    return await tool.run(args as Record<string, unknown>, {
+      http: deps.http,
+      credential,
+      apiBaseUrl: providerUrls(deps.config, toolkit).apiBaseUrl,
+      settings: (account.settings as Record<string, unknown>) ?? {},
+      timeoutMs: TOOL_TIMEOUT_MS,
+      signal: AbortSignal.timeout(TOOL_TIMEOUT_MS),
+    });
+  } catch (error) {
+    // The provider no longer accepts the credential: the account stops being offered until it is reconnected.
+    if (error instanceof CredentialRefusedError) await markRevoked(deps, account, error.message);
+    throw error;
+  }
+}
+
+async function markRevoked(deps: Pick<AppDeps, 'database' | 'webhookJobs'>, account: repo.AccountRow, reason: string) {
+  await withEvents(
+    deps,
+    (trx) => repo.updateAccount(trx, account.id, { status: 'REVOKED', status_reason: reason, last_error: reason }),
+    (row) => (row ? [webhookEvent(row.owner_id, 'toolhub_account.expired', { id: row.id, toolkit: row.toolkit, status: 'REVOKED' as const, reason })] : []),
+  );
 }
 
 /** The runner the answer loop uses: a failing tool becomes an error the model reads, never an exception. */

@@ -72,3 +72,11 @@ export class ToolError extends Error {
     this.name = 'ToolError';
   }
 }
+
+/** The provider refused the credential itself (revoked, expired, not authorised): the account needs reconnecting. */
+export class CredentialRefusedError extends ToolError {
+  constructor(message: string) {
+    super(message, false);
+    this.name = 'CredentialRefusedError';
+  }
+}

@@ -279,6 +279,21 @@ describe('tools in chat', () => {
     expect(second!.body.messages.at(-1)).toMatchObject({ role: 'user', content: [{ type: 'tool_result', tool_use_id: expect.stringMatching(/^toolu_/) }] });
   });
 
+  it('a token the provider no longer accepts makes the account REVOKED, and it is not offered again', async () => {
+    slack.validTokens.delete('xoxb-valid');
+    script.push({ toolCalls: [{ name: 'slack__post_message', arguments: { channel: '#general', text: 'anyone?' } }] });
+    const { body } = await visitorChat('Tell the team hello again');
+    expect(body.toolCalls[0]).toMatchObject({ name: 'slack__post_message', error: expect.stringMatching(/invalid_auth/) });
+    const account = await app.request('GET', `/api/v1/toolhub/accounts/${accountId}`, { token: owner.token });
+    expect(account.body.data.account).toMatchObject({ status: 'REVOKED', statusReason: expect.stringMatching(/invalid_auth/) });
+    await visitorChat('And once more');
+    expect(seen.at(-1)!.tools!.map((t) => t.function.name)).toEqual(['lead_capture']);
+    // Reconnected (a new token) and activated, it is offered again.
+    slack.validTokens.add('xoxb-valid');
+    const activated = await app.request('POST', `/api/v1/toolhub/accounts/${accountId}/activate`, { token: owner.token });
+    expect(activated.body.data.account.status).toBe('ACTIVE');
+  });
+
   it('a disabled account’s tools are not offered', async () => {
     await app.request('POST', `/api/v1/toolhub/accounts/${accountId}/disable`, { token: owner.token });
     const { body } = await visitorChat('Tell the team hello');

@@ -6,7 +6,7 @@
  * the first `reason`) is passed on: both are fixed identifiers, never free text.
  */
 import { type GuardedResponse, OutboundError } from '../../../adapters/outbound/http/guarded-client.ts';
-import { type JsonSchema, type ToolContext, ToolError, type Toolkit } from '../toolkit.ts';
+import { CredentialRefusedError, type JsonSchema, type ToolContext, ToolError, type Toolkit } from '../toolkit.ts';
 
 const PROVIDER = 'Google Calendar';
 const RATE_LIMIT_REASONS = new Set(['rateLimitExceeded', 'userRateLimitExceeded', 'quotaExceeded']);
@@ -162,7 +162,7 @@ async function callGoogle(ctx: ToolContext, method: 'GET' | 'POST', url: string,
     if (payload === null) throw new ToolError('Google Calendar answered with something other than a JSON object');
     return payload;
   }
-  if (res.status === 401) throw new ToolError("Google Calendar: the connection's access token was refused; reconnect the account");
+  if (res.status === 401) throw new CredentialRefusedError("Google Calendar: the connection's access token was refused; reconnect the account");
   if (res.status === 429) {
     const seconds = retryAfterSeconds(res);
     throw new ToolError(

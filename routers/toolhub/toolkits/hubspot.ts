@@ -5,7 +5,7 @@
  * only the category (a fixed identifier such as VALIDATION_ERROR) is passed on.
  */
 import { type GuardedResponse, OutboundError } from '../../../adapters/outbound/http/guarded-client.ts';
-import { type JsonSchema, type ToolContext, ToolError, type Toolkit } from '../toolkit.ts';
+import { CredentialRefusedError, type JsonSchema, type ToolContext, ToolError, type Toolkit } from '../toolkit.ts';
 
 const PROVIDER = 'HubSpot';
 const CONTACT_PROPERTIES = ['firstname', 'lastname', 'phone', 'company'] as const;
@@ -109,7 +109,7 @@ async function callHubSpot(ctx: ToolContext, method: 'GET' | 'POST', path: strin
     throw new ToolError(`HubSpot is rate limiting these calls; ${seconds === undefined ? 'try again later' : `retry after ${seconds} s (Retry-After)`}`, true);
   }
   if (res.status >= 500) throw new ToolError(`HubSpot answered ${res.status}; try again later`, true);
-  if (res.status === 401) throw new ToolError(`HubSpot refused the connection's access token (${category ?? 'HTTP 401'}); reconnect the account`);
+  if (res.status === 401) throw new CredentialRefusedError(`HubSpot refused the connection's access token (${category ?? 'HTTP 401'}); reconnect the account`);
   throw new ToolError(`HubSpot refused the request: ${category ?? `HTTP ${res.status}`}`);
 }
 

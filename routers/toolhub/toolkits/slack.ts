@@ -7,11 +7,13 @@
  * safe to show; nothing else of a failed answer is ever passed on.
  */
 import { type GuardedResponse, OutboundError } from '../../../adapters/outbound/http/guarded-client.ts';
-import { type JsonSchema, type ToolContext, ToolError, type Toolkit } from '../toolkit.ts';
+import { CredentialRefusedError, type JsonSchema, type ToolContext, ToolError, type Toolkit } from '../toolkit.ts';
 
 const PROVIDER = 'Slack';
 const MAX_TEXT_LENGTH = 4000;
 const AUTH_ERRORS = new Set(['not_authed', 'invalid_auth', 'account_inactive', 'token_revoked', 'token_expired', 'no_permission', 'missing_scope']);
+/** Codes meaning the token itself is no longer good (as opposed to a missing scope). */
+const REVOKED_ERRORS = new Set(['not_authed', 'invalid_auth', 'account_inactive', 'token_revoked', 'token_expired']);
 const RETRYABLE_ERRORS = new Set(['ratelimited', 'internal_error', 'fatal_error', 'service_unavailable', 'request_timeout']);
 
 const postMessageSchema: JsonSchema = {
@@ -113,6 +115,7 @@ async function callSlack(ctx: ToolContext, method: string, body: Record<string, 
 
 function refusal(prefix: string, error: unknown): ToolError {
   const code = typeof error === 'string' && /^[a-z0-9_.-]{1,80}$/i.test(error) ? error : 'unknown_error';
+  if (REVOKED_ERRORS.has(code)) return new CredentialRefusedError(`Slack refused the connection's access token (${code}); reconnect the workspace`);
   if (AUTH_ERRORS.has(code)) return new ToolError(`Slack refused the connection's access token (${code}); reconnect the workspace`);
   return new ToolError(`${prefix}: ${code}`, RETRYABLE_ERRORS.has(code));
 }
