@@ -12,6 +12,7 @@ import * as domains from './migrations/0010_domains.ts';
 import * as certificates from './migrations/0011_certificates.ts';
 import * as bookings from './migrations/0012_bookings.ts';
 import * as toolhub from './migrations/0013_toolhub.ts';
+import * as support from './migrations/0014_support.ts';
 
 /** Migrations are listed in code (not read from a folder) so they run the same under tsx, tests and bundlers. */
 const migrations: Record<string, Migration> = {
@@ -28,6 +29,7 @@ const migrations: Record<string, Migration> = {
   '0011_certificates': certificates,
   '0012_bookings': bookings,
   '0013_toolhub': toolhub,
+  '0014_support': support,
 };
 
 /** Runs pending migrations. Kysely's migrator holds a Postgres advisory lock, so concurrent instances are safe. */

@@ -333,6 +333,36 @@ export interface ToolhubEnabledToolsTable {
   owner_id: string;
 }
 
+export type TicketStatus = 'open' | 'pending' | 'resolved' | 'closed';
+export type TicketPriority = 'low' | 'normal' | 'high' | 'urgent';
+
+export interface SupportTicketsTable {
+  id: string;
+  reference: string;
+  owner_id: string | null;
+  chat_interface_id: string | null;
+  session_id: string | null;
+  transcript: unknown;
+  requester_name: string;
+  requester_email: string;
+  subject: string;
+  category: string | null;
+  status: TicketStatus;
+  priority: TicketPriority;
+  assignee: string | null;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface SupportMessagesTable {
+  id: string;
+  ticket_id: string;
+  author: 'requester' | 'owner' | 'admin';
+  author_id: string | null;
+  body: string;
+  created_at: Generated<Date>;
+}
+
 export interface AcmeChallengesTable {
   token: string;
   key_authorization: string;
@@ -462,6 +492,8 @@ export interface DB {
   toolhub_accounts: ToolhubAccountsTable;
   toolhub_oauth_states: ToolhubOauthStatesTable;
   toolhub_enabled_tools: ToolhubEnabledToolsTable;
+  support_tickets: SupportTicketsTable;
+  support_messages: SupportMessagesTable;
   chat_messages: ChatMessagesTable;
   jobs: JobsTable;
   kb_configs: KbConfigsTable;

@@ -16,6 +16,7 @@ import { errorTrackingRouter } from './error-tracking/router.ts';
 import { healthRouter } from './health/router.ts';
 import { knowledgeBaseRouter } from './knowledge-base/router.ts';
 import { leadsRouter } from './leads/router.ts';
+import { supportRouter } from './support/router.ts';
 import { toolhubRouter } from './toolhub/router.ts';
 import { translationsRouter } from './translations/router.ts';
 import { userRouter } from './user/router.ts';
@@ -41,6 +42,7 @@ export const appRouter = router({
   health: healthRouter,
   knowledgeBase: knowledgeBaseRouter,
   leads: leadsRouter,
+  support: supportRouter,
   toolhub: toolhubRouter,
   translations: translationsRouter,
   user: userRouter,

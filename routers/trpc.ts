@@ -10,7 +10,7 @@ import { findIllFormedText } from '../schema/text-input.ts';
 import { PLAN_RULES } from '../schema/plans.ts';
 
 export type AuthRule = 'public' | 'session' | 'apiKey' | 'sessionOrApiKey' | 'visitor' | 'enterprise' | 'admin' | 'cron' | 'billingSignature';
-export type RateLimitBucket = 'chat' | 'kbQuery' | 'upload' | 'visitorSession' | 'default';
+export type RateLimitBucket = 'chat' | 'kbQuery' | 'upload' | 'visitorSession' | 'support' | 'default';
 
 /** What a procedure declares about itself; adapters read it, nothing else decides these things. */
 export type AppMeta = OpenApiMeta<{
@@ -56,6 +56,7 @@ function bucketLimit(ctx: Context, bucket: RateLimitBucket): number {
     kbQuery: c.RATE_LIMIT_KB_QUERY,
     upload: c.RATE_LIMIT_UPLOAD,
     visitorSession: c.RATE_LIMIT_VISITOR_SESSIONS,
+    support: c.RATE_LIMIT_SUPPORT,
     default: c.RATE_LIMIT_DEFAULT,
   }[bucket];
 }
@@ -78,6 +79,14 @@ function callerKey(caller: Caller, clientIp: string) {
 export async function enforceRateLimit(ctx: Context, bucket: RateLimitBucket, path: string) {
   const caller = await ctx.getCaller();
   await countHit(ctx, `${bucket}:${path}:${callerKey(caller, ctx.clientIp)}`, bucketLimit(ctx, bucket));
+}
+
+/**
+ * A budget shared by every caller of something (the contact form's global burst budget): distributed bots each
+ * stay under a per-IP limit, but not under this one. Refusals look like any other 429.
+ */
+export async function enforceSharedBudget(ctx: Context, name: string, limit: number) {
+  await countHit(ctx, `shared:${name}`, limit);
 }
 
 async function countHit(ctx: Context, key: string, limit: number) {

@@ -53,6 +53,9 @@ export const configSchema = z.object({
   RATE_LIMIT_KB_QUERY: positiveInt(60),
   RATE_LIMIT_UPLOAD: positiveInt(10),
   RATE_LIMIT_DEFAULT: positiveInt(100),
+  /** Contact-form submissions per client IP and window, and by everyone together (the burst budget). */
+  RATE_LIMIT_SUPPORT: positiveInt(5),
+  RATE_LIMIT_SUPPORT_GLOBAL: positiveInt(120),
   /** Visitor tokens minted per client IP and window (the hosted page asks once per visit). */
   RATE_LIMIT_VISITOR_SESSIONS: positiveInt(20),
   /** All visitor calls from one client IP per window, whichever visitors they come as. */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { bookingEventSchema } from './bookings.ts';
 import { accountEventSchema } from './toolhub.ts';
+import { ticketEventSchema } from './support.ts';
 import { idParam, queryInt, saveWarningsSchema, timestamp } from './common.ts';
 import { apiKeySchema } from './api-keys.ts';
 import { chatInterfaceSchema } from './chat-interfaces.ts';
@@ -52,6 +53,8 @@ export const WEBHOOK_EVENTS = {
   'booking.created': bookingEventSchema,
   'booking.cancelled': bookingEventSchema,
   'toolhub_account.expired': accountEventSchema,
+  'support_ticket.created': ticketEventSchema,
+  'support_ticket.updated': ticketEventSchema,
   'webhook.test': z.object({ webhookId: z.string(), message: z.string() }),
   'webhook.disabled': z.object({ webhookId: z.string(), url: z.string(), reason: z.enum(['gone', 'failing']), message: z.string() }),
 } as const;

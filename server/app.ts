@@ -41,6 +41,7 @@ import { createDomainRouteCache } from '../routers/domains/routes.ts';
 import { domainJobHandlers } from '../routers/domains/jobs.ts';
 import { certificateJobHandlers } from '../routers/domains/certificates.ts';
 import { bookingMailJobHandlers } from '../routers/bookings/mail.ts';
+import { supportMailJobHandlers } from '../routers/support/mail.ts';
 import { cancelTokenOf } from '../routers/bookings/booking-service.ts';
 import { createMailer } from '../adapters/outbound/mail/mailer.ts';
 import { createCertificateStore } from '../routers/domains/certificate-store.ts';
@@ -124,6 +125,7 @@ export async function startApp(config: Config, options: { database?: Database; l
         ...domainJobHandlers(deps),
         ...certificateJobHandlers(deps),
         ...bookingMailJobHandlers(deps, (id) => cancelTokenOf(deps, id)),
+        ...supportMailJobHandlers(deps),
       },
       { concurrency: config.JOB_CONCURRENCY, leaseMs: config.JOB_LEASE_MS, onlyHandledKinds: true },
     );

@@ -54,4 +54,9 @@ export const listVisitorSessions = (db: Kysely<DB>, visitorId: string, chatInter
 
 /** A public interface by id (a custom domain names its interface by id). */
 export const findPublicInterfaceById = (db: Kysely<DB>, id: string) =>
-  db.selectFrom('chat_interfaces').select(['id', 'slug', 'name', 'allowed_origins']).where('id', '=', id).where('public', '=', true).executeTakeFirst();
+  db
+    .selectFrom('chat_interfaces')
+    .select(['id', 'owner_id', 'slug', 'name', 'allowed_origins'])
+    .where('id', '=', id)
+    .where('public', '=', true)
+    .executeTakeFirst();

@@ -1369,6 +1369,8 @@ describe('contract fuzz of every operation in the OpenAPI document', () => {
       RATE_LIMIT_UPLOAD: '100000',
       RATE_LIMIT_VISITOR_SESSIONS: '100000',
       RATE_LIMIT_VISITOR_IP: '100000',
+      RATE_LIMIT_SUPPORT: '100000',
+      RATE_LIMIT_SUPPORT_GLOBAL: '100000',
       // No background work: uploads stay queued, webhook deliveries are never sent (nothing leaves this host).
       JOB_CONCURRENCY: '0',
       WEBHOOK_CONCURRENCY: '0',

@@ -1,0 +1,58 @@
+import { z } from 'zod';
+import { idParam, queryInt, timestamp } from './common.ts';
+import { sessionIdSchema } from './chat.ts';
+
+export const ticketStatusSchema = z.enum(['open', 'pending', 'resolved', 'closed']);
+export const ticketPrioritySchema = z.enum(['low', 'normal', 'high', 'urgent']);
+
+export const contactInput = z.object({
+  name: z.string().trim().min(1).max(200),
+  email: z.email().max(254),
+  subject: z.string().trim().min(1).max(200),
+  message: z.string().trim().min(1).max(10_000),
+  category: z.enum(['general', 'billing', 'technical', 'sales', 'other']).optional(),
+  chatInterfaceId: idParam.optional().meta({ description: "A hand-off from this public chat interface's visitor: the ticket goes to its owner" }),
+  sessionId: sessionIdSchema.optional().meta({ description: 'With chatInterfaceId: the conversation to attach' }),
+  website: z.string().max(500).optional().meta({ description: 'Leave empty (a field only bots fill in)' }),
+});
+
+export const ticketMessageSchema = z.object({
+  id: z.string(),
+  author: z.enum(['requester', 'owner', 'admin']),
+  body: z.string(),
+  createdAt: timestamp,
+});
+
+export const ticketSchema = z
+  .object({
+    id: z.string(),
+    reference: z.string(),
+    status: ticketStatusSchema,
+    priority: ticketPrioritySchema,
+    assignee: z.string().nullable(),
+    subject: z.string(),
+    category: z.string().nullable(),
+    requester: z.object({ name: z.string(), email: z.string() }),
+    chatInterfaceId: z.string().nullable(),
+    sessionId: z.string().nullable(),
+    addressedTo: z.enum(['owner', 'admins']),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  })
+  .meta({ id: 'SupportTicket' });
+
+export const listTicketsInput = z.object({
+  status: ticketStatusSchema.optional(),
+  limit: queryInt({ min: 1, max: 100 }).default(20),
+  cursor: z.string().max(200).optional().meta({ description: 'nextCursor of the previous page' }),
+});
+
+export const updateTicketInput = z.object({
+  ticketId: idParam,
+  reply: z.string().trim().min(1).max(10_000).optional().meta({ description: 'A reply, mailed to the requester' }),
+  status: ticketStatusSchema.optional(),
+  priority: ticketPrioritySchema.optional().meta({ description: 'Admins only' }),
+  assignee: z.string().trim().min(1).max(254).nullable().optional().meta({ description: 'Admins only; null unassigns' }),
+});
+
+export const ticketEventSchema = ticketSchema;
