@@ -6,7 +6,7 @@ import { contactInput, listTicketsInput, ticketMessageSchema, ticketSchema, upda
 import type { TicketStatus } from '../../db/types.ts';
 import * as chatRepo from '../chat/repository.ts';
 import { findOwnerById } from '../auth/repository.ts';
-import { findPublicInterfaceById } from '../visitors/repository.ts';
+import { findPublicInterface, findPublicInterfaceById } from '../visitors/repository.ts';
 import type { Context } from '../context.ts';
 import { decodeCursor, encodeCursor } from '../pagination.ts';
 import { enforceSharedBudget, ownerProcedure, publicProcedure, router } from '../trpc.ts';
@@ -83,8 +83,14 @@ export const supportRouter = router({
         return { ticket: { reference: newReference(), status: 'open' as const } };
       }
       const db = ctx.deps.database.db;
-      const iface = input.chatInterfaceId && !namesNothing(input.chatInterfaceId) ? await findPublicInterfaceById(db, input.chatInterfaceId) : undefined;
-      if (input.chatInterfaceId && !iface) throw new AppError('NOT_FOUND', 'Chat interface not found');
+      const iface = input.chatInterfaceId
+        ? namesNothing(input.chatInterfaceId)
+          ? undefined
+          : await findPublicInterfaceById(db, input.chatInterfaceId)
+        : input.slug
+          ? await findPublicInterface(db, input.slug)
+          : undefined;
+      if ((input.chatInterfaceId || input.slug) && !iface) throw new AppError('NOT_FOUND', 'Chat interface not found');
       const transcript = iface ? await transcriptOf(ctx, iface.id, input.sessionId) : null;
       const owner = iface ? await findOwnerById(db, iface.owner_id) : undefined;
       const recipients = owner ? [owner.email] : await repo.adminEmails(db);

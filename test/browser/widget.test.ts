@@ -271,6 +271,31 @@ describe.runIf(runnable)('the widget on a customer site', () => {
     await v.context.close();
   }, 120_000);
 
+  it('“talk to a person” opens a hand-off ticket for the owner with the conversation', async () => {
+    const v = await visit();
+    await v.page.goto(allowedSite);
+    const frame = await openChat(v.page);
+    await send(frame, 'How should I store my tent?');
+    await frame.getByTestId('chat-handoff').click();
+    const form = frame.getByTestId('handoff-form');
+    await form.getByLabel(/name/i).fill('Alan Turing');
+    await form.getByLabel(/e-?mail/i).fill('alan@example.com');
+    await form.getByLabel(/help/i).fill('I would like to speak to someone about a return.');
+    await form.locator('button[type="submit"]').click();
+    const sent = frame.getByTestId('handoff-sent');
+    await expect.poll(() => sent.textContent(), { timeout: 15_000 }).toMatch(/T-[0-9A-F]{10}/);
+    const reference = /T-[0-9A-F]{10}/.exec((await sent.textContent()) ?? '')![0];
+    const tickets = await app.request('GET', '/api/v1/support/tickets', { token: owner.token });
+    const ticket = tickets.body.data.tickets.find((t: { reference: string }) => t.reference === reference);
+    expect(ticket).toMatchObject({ chatInterfaceId: interfaceId, addressedTo: 'owner', requester: { name: 'Alan Turing', email: 'alan@example.com' } });
+    const detail = await app.request('GET', `/api/v1/support/tickets/${ticket.id}`, { token: owner.token });
+    expect(detail.body.data.transcript[0].content).toBe('How should I store my tent?');
+    expect(await axeAudit(frame)).toEqual([]);
+    expect(v.errors).toEqual([]);
+    expect(v.cspMessages).toEqual([]);
+    await v.context.close();
+  }, 120_000);
+
   it('a site outside allowedOrigins cannot frame the chat', async () => {
     const v = await visit();
     await v.page.goto(foreignSite);

@@ -221,7 +221,20 @@ export function createVisitorApi(slug: string, saved: StateStore) {
     return ((await response.json()) as { data: { message: StoredMessage | null } }).data.message;
   }
 
+  /** "Talk to a person": a support ticket for the interface's owner, with this conversation attached. */
+  async function handOff(request: { name: string; email: string; message: string }): Promise<string> {
+    const sessionId = saved.read().sessionId;
+    const response = await fetch('/api/v1/support/contact', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ slug, subject: 'Talk to a person', category: 'general', ...request, ...(sessionId ? { sessionId } : {}) }),
+    });
+    if (!response.ok) throw await failure(response);
+    return ((await response.json()) as { data: { ticket: { reference: string } } }).data.ticket.reference;
+  }
+
   return {
+    handOff,
     startSession,
     send,
     history,

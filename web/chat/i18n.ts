@@ -32,6 +32,14 @@ const ENGLISH: Record<string, string> = {
   'booking.phone': 'Phone',
   'booking.confirm': 'Book this time',
   'booking.taken': 'That time was just taken. Please choose another one.',
+  'handoff.open': 'Talk to a person',
+  'handoff.title': 'Talk to a person',
+  'handoff.name': 'Name',
+  'handoff.email': 'Email',
+  'handoff.message': 'How can we help?',
+  'handoff.submit': 'Send',
+  'handoff.cancel': 'Cancel',
+  'handoff.sent': 'Thank you! Your reference is {reference}; a person will answer you by e-mail.',
   'common.loading': 'Loading...',
 };
 

@@ -17,6 +17,7 @@ import {
 import { errorKey, loadTranslations, type Translate } from './i18n.ts';
 import { LeadForm } from './lead-form.tsx';
 import { BookingOffer } from './booking-form.tsx';
+import { HandoffForm } from './handoff-form.tsx';
 import { renderMarkdown } from './markdown.ts';
 import './chat.css';
 
@@ -113,6 +114,7 @@ const fromParent = (event: MessageEvent, parent: string) => event.origin === par
 let openRequested = false;
 
 function App({ api, profile, t, locale, parent }: { api: VisitorApi; profile: PublicInterface; t: Translate; locale: string; parent: string | null }) {
+  const [handoff, setHandoff] = useState(false);
   const welcome = (): Bubble => ({
     key: 'welcome',
     role: 'assistant',
@@ -215,6 +217,9 @@ function App({ api, profile, t, locale, parent }: { api: VisitorApi; profile: Pu
         <button type="button" class="header-button" data-testid="chat-new" onClick={startOver}>
           {t('chat.newConversation')}
         </button>
+        <button type="button" class="header-button" data-testid="chat-handoff" aria-expanded={handoff} onClick={() => setHandoff(!handoff)}>
+          {t('handoff.open')}
+        </button>
         {parent && (
           <button
             type="button"
@@ -246,6 +251,7 @@ function App({ api, profile, t, locale, parent }: { api: VisitorApi; profile: Pu
             }
           />
         ))}
+        {handoff && <HandoffForm t={t} api={api} onClose={() => setHandoff(false)} />}
         {waiting && (
           <p class="typing" data-testid="chat-typing">
             {t('chat.typing', { name: profile.name })}
