@@ -2,7 +2,19 @@ import { z } from 'zod';
 import { idParam, queryInt, timestamp } from './common.ts';
 
 /** An instant in ISO 8601 with a zone designator (Z or an offset); Date.parse alone accepts far looser text. */
-export const instantInput = z.iso.datetime({ offset: true }).meta({ example: '2027-03-15T13:00:00Z' });
+const EARLIEST = Date.UTC(1970, 0, 1);
+const LATEST = Date.UTC(9000, 0, 1);
+/**
+ * An instant in ISO 8601 with a zone designator (Z or an offset), between 1970 and 9000: Date.parse alone accepts
+ * far looser text, and years near 0 or 10000 break date arithmetic and the database's range.
+ */
+export const instantInput = z.iso
+  .datetime({ offset: true })
+  .refine((text) => {
+    const ms = Date.parse(text);
+    return ms >= EARLIEST && ms < LATEST;
+  }, 'must be between 1970 and 9000')
+  .meta({ example: '2027-03-15T13:00:00Z' });
 
 /** An IANA zone Intl knows (the same database luxon reads). */
 export const timeZoneSchema = z

@@ -31,13 +31,14 @@ export async function lockInterfaceBookings(trx: Transaction<DB>, chatInterfaceI
   await sql`select pg_advisory_xact_lock(hashtextextended(${`bookings:${chatInterfaceId}`}, 0))`.execute(trx);
 }
 
-/** Confirmed bookings of an interface that end after `from` and start before `to` (what blocks slots). */
+/** Confirmed, exclusive bookings of an interface that end after `from` and start before `to` (what blocks slots). */
 export const busyBetween = (db: Db, chatInterfaceId: string, from: Date, to: Date) =>
   db
     .selectFrom('bookings')
     .select(['start_at', 'end_at'])
     .where('chat_interface_id', '=', chatInterfaceId)
     .where('status', '=', 'confirmed')
+    .where('exclusive', '=', true)
     .where('end_at', '>', from)
     .where('start_at', '<', to)
     .orderBy('start_at')

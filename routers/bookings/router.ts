@@ -28,8 +28,11 @@ const bookingOut = z.object({ booking: bookingSchema });
 const interfaceNotFound = () => new AppError('NOT_FOUND', 'Chat interface not found');
 const bookingNotFound = () => new AppError('NOT_FOUND', 'Booking not found');
 
-/** The origin the attendee's links point at: the configured public one, else the one this request came to. */
-export const linkOriginOf = (ctx: Pick<Context, 'deps' | 'host'>) => ctx.deps.config.PUBLIC_ORIGINS[0] ?? (ctx.host ? `https://${ctx.host}` : null);
+/**
+ * The origin the attendee's links point at: only the configured public one. The request's Host is not trusted
+ * here: anyone could send one naming their own site and have the service mail that link to a victim.
+ */
+export const linkOriginOf = (ctx: Pick<Context, 'deps'>) => ctx.deps.config.PUBLIC_ORIGINS[0] ?? null;
 
 const instant = (value: string, field: string) => {
   const ms = Date.parse(value);

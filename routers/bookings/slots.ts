@@ -195,9 +195,11 @@ export function freeSlots(a: Availability, busy: readonly Busy[], window: { from
   const fromDate = DateTime.fromMillis(from, { zone: r.zone }).toISODate();
   const toDate = DateTime.fromMillis(to, { zone: r.zone }).toISODate();
   if (fromDate === null || toDate === null) return []; // instants luxon cannot represent
-  const last = addDays(toDate, 1);
   const starts = new Set<number>();
-  for (let date = addDays(fromDate, -1); date <= last; date = addDays(date, 1)) dayStarts(r, date, busy, nearBusy, from, to, starts);
+  // Counted, not compared as text: ISO dates past year 9999 ('+010000-01-01') sort below '9999-12-31'.
+  const days = Math.round((Date.parse(`${toDate}T00:00:00Z`) - Date.parse(`${fromDate}T00:00:00Z`)) / DAY) + 2;
+  let date = addDays(fromDate, -1);
+  for (let i = 0; i <= days && i <= MAX_WINDOW_DAYS + 3; i++, date = addDays(date, 1)) dayStarts(r, date, busy, nearBusy, from, to, starts);
   return [...starts].sort((x, y) => x - y).map((s) => ({ start: new Date(s), end: new Date(s + r.slotMs) }));
 }
 

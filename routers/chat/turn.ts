@@ -121,6 +121,7 @@ async function modelToolsOf(
     });
   }
   const booking = kb.tools.find((t) => t.name === 'book_slot' && t.enabled);
+  let offer: ReturnType<typeof offerSlots> | undefined;
   if (booking) {
     builtIn.push({
       definition: {
@@ -128,7 +129,8 @@ async function modelToolsOf(
         description: 'Finds the next free appointment slots. Call it when the visitor wants to book a meeting; the visitor picks one in the chat.',
         parameters: { type: 'object', properties: {}, additionalProperties: false },
       },
-      run: () => offerSlots(deps, iface, booking.config ?? {}),
+      // Read once per turn: a model calling it again gets the same offer without the work.
+      run: () => (offer ??= offerSlots(deps, iface, booking.config ?? {})),
     });
   }
   const tools = [...builtIn, ...(await connectedTools(deps, iface.owner_id, kb.id))];

@@ -88,6 +88,16 @@ export interface ToolRunner {
 
 /** Model turns per answer at most: a model that keeps calling tools gets a final answer asked for without them. */
 const MAX_TOOL_STEPS = 4;
+/** Calls run per model turn; the rest are answered with an error without running (a model cannot fan out). */
+const MAX_CALLS_PER_STEP = 8;
+/** What is kept of one call's arguments or result, serialised (the copy the model gets is cut the same way). */
+const MAX_KEPT_CHARS = 16_000;
+
+/** A value kept whole when small, else a preview of its JSON: a tool's answer never grows the reply unbounded. */
+function bounded<T>(value: T): T | { truncated: true; preview: string } {
+  const text = JSON.stringify(value) ?? 'null';
+  return text.length <= MAX_KEPT_CHARS ? value : { truncated: true, preview: text.slice(0, MAX_KEPT_CHARS) };
+}
 
 export interface AnswerOptions {
   signal?: AbortSignal;
@@ -113,8 +123,16 @@ async function answerWithTools(deps: AnswerDeps, config: KbConfigRow, messages: 
     usage.completionTokens += reply.usage.completionTokens;
     usage.totalTokens += reply.usage.totalTokens;
     if (reply.toolCalls.length === 0 || offered.length === 0) return { answer: reply.text, usage, toolCalls: executed };
-    conversation.push({ role: 'assistant', content: reply.text, toolCalls: reply.toolCalls });
-    for (const call of reply.toolCalls) {
+    const calls = reply.toolCalls.map((call) => ({ ...call, name: call.name.slice(0, 64), arguments: call.arguments.slice(0, MAX_KEPT_CHARS) }));
+    conversation.push({ role: 'assistant', content: reply.text, toolCalls: calls });
+    for (const [index, call] of calls.entries()) {
+      if (index >= MAX_CALLS_PER_STEP) {
+        const error = `Not run: at most ${MAX_CALLS_PER_STEP} tool calls are carried out per turn`;
+        conversation.push({ role: 'tool', toolCallId: call.id, content: JSON.stringify({ error }) });
+        if (index === MAX_CALLS_PER_STEP)
+          executed.push({ name: call.name, arguments: {}, error: `${calls.length - MAX_CALLS_PER_STEP} more calls were not run` });
+        continue;
+      }
       let args: Record<string, unknown> | undefined;
       try {
         const parsed: unknown = JSON.parse(call.arguments || '{}');
@@ -123,12 +141,16 @@ async function answerWithTools(deps: AnswerDeps, config: KbConfigRow, messages: 
         args = undefined;
       }
       const outcome = args === undefined ? { ok: false as const, error: 'The arguments were not a JSON object' } : await tools.run(call.name, args);
-      const shown = args ?? { raw: call.arguments.slice(0, 2000) };
-      executed.push(outcome.ok ? { name: call.name, arguments: shown, result: outcome.result } : { name: call.name, arguments: shown, error: outcome.error });
+      const shown = (args ? bounded(args) : { raw: call.arguments.slice(0, 2000) }) as Record<string, unknown>;
+      executed.push(
+        outcome.ok
+          ? { name: call.name, arguments: shown, result: bounded(outcome.result) }
+          : { name: call.name, arguments: shown, error: outcome.error.slice(0, 1000) },
+      );
       conversation.push({
         role: 'tool',
         toolCallId: call.id,
-        content: JSON.stringify(outcome.ok ? outcome.result : { error: outcome.error }).slice(0, 16_000),
+        content: (JSON.stringify(outcome.ok ? outcome.result : { error: outcome.error }) ?? 'null').slice(0, MAX_KEPT_CHARS),
       });
     }
   }

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../../schema/errors.ts';
+import { toStorable } from '../../schema/text-input.ts';
 import type { AppDeps } from '../context.ts';
 import { authorizeUrl, OAuthError, pkcePair, providerUrls, randomToken, requestTokens, sha256 } from './oauth.ts';
 import * as repo from './repository.ts';
+import { checkSettings } from './schemas.ts';
 import { clientOf, credentialFor, PLATFORM_PREFIX } from './tokens.ts';
 import { findToolkit } from './toolkits/catalogue.ts';
 import type { Toolkit } from './toolkit.ts';
@@ -13,6 +15,8 @@ type Deps = Pick<AppDeps, 'database' | 'secrets' | 'http' | 'config' | 'webhookJ
 export const STATE_TTL_MS = 10 * 60_000;
 const CHECK_TIMEOUT_MS = 10_000;
 
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
 export function toAccount(row: repo.AccountRow) {
   return {
     id: row.id,
@@ -22,8 +26,8 @@ export function toAccount(row: repo.AccountRow) {
     status: row.status,
     statusReason: row.status_reason,
     identity: row.identity,
-    scopes: (row.scopes as string[]) ?? [],
-    settings: (row.settings as Record<string, unknown>) ?? {},
+    scopes: Array.isArray(row.scopes) ? (row.scopes as string[]) : [],
+    settings: isObject(row.settings) ? row.settings : {},
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
   };
@@ -55,6 +59,7 @@ export interface ConnectRequest {
 export async function connect(deps: Deps, request: ConnectRequest) {
   const { toolkit } = request;
   const db = deps.database.db;
+  checkSettings(toolkit, request.settings);
   const id = randomUUID();
   if (toolkit.auth.scheme !== 'oauth2') {
     const credential = request.apiKey ? ({ kind: 'api_key', apiKey: request.apiKey } as const) : ({ kind: 'none' } as const);
@@ -143,8 +148,11 @@ export async function completeAuthorization(deps: Deps, input: { state: string; 
   const toolkit = account ? findToolkit(account.toolkit) : undefined;
   if (!account || !toolkit || account.status !== 'INITIATED')
     throw new AppError('BAD_REQUEST', 'Invalid state', 'state: the account is no longer waiting for authorisation');
-  const fail = async (reason: string) =>
-    toAccount((await repo.updateAccount(db, account.id, { status: 'FAILED', status_reason: reason, last_error: reason }))!);
+  const fail = async (text: string) => {
+    // The provider's words are kept only as storable text (no NUL, no lone surrogates).
+    const reason = toStorable(text);
+    return toAccount((await repo.updateAccount(db, account.id, { status: 'FAILED', status_reason: reason, last_error: reason }))!);
+  };
   if (input.error || !input.code) return { account: await fail(`The provider reported ${(input.error ?? 'no code').slice(0, 60)}`) };
   const client = await clientOf(deps, account.owner_id, account.auth_config_id, account.toolkit);
   if (!client) return { account: await fail('Its auth config was deleted during the authorization') };

@@ -50,7 +50,7 @@ function toAuthConfig(row: repo.AuthConfigRow) {
     name: row.name,
     source: 'owner' as const,
     clientId: row.client_id,
-    scopes: row.scopes as string[],
+    scopes: Array.isArray(row.scopes) ? (row.scopes as string[]) : [],
     createdAt: row.created_at.toISOString(),
   };
 }
@@ -500,7 +500,7 @@ export const toolhubRouter = router({
         id: a.id,
         toolkit: a.toolkit,
         status: a.status,
-        scopes: (a.scopes as string[]) ?? [],
+        scopes: Array.isArray(a.scopes) ? (a.scopes as string[]) : [],
         hasAccessToken: a.access_token_enc !== null,
         hasRefreshToken: a.refresh_token_enc !== null,
         tokenExpiresAt: a.token_expires_at?.toISOString() ?? null,

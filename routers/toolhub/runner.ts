@@ -1,10 +1,9 @@
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
 import type { ModelTool } from '../../adapters/outbound/ai/openai-chat.ts';
 import { AppError } from '../../schema/errors.ts';
 import type { AppDeps } from '../context.ts';
 import type { ToolRunner } from '../knowledge-base/answer.ts';
 import { providerUrls } from './oauth.ts';
+import { validatorOf } from './schemas.ts';
 import * as repo from './repository.ts';
 import { credentialFor } from './tokens.ts';
 import { findToolkit } from './toolkits/catalogue.ts';
@@ -13,18 +12,6 @@ import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 
 /** One tool call may take this long, provider call included; the model is told it timed out. */
 const TOOL_TIMEOUT_MS = 15_000;
-
-const ajv = new Ajv2020({ allErrors: false, strict: false });
-addFormats.default(ajv);
-const validators = new WeakMap<object, ValidateFunction>();
-function validatorOf(schema: Record<string, unknown>) {
-  let validate = validators.get(schema);
-  if (!validate) {
-    validate = ajv.compile(schema);
-    validators.set(schema, validate);
-  }
-  return validate;
-}
 
 /** A tool the model may call, and how it runs. Names follow the providers' rule: [a-zA-Z0-9_-]{1,64}. */
 export interface RunnableTool {

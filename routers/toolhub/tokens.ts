@@ -18,9 +18,13 @@ export const PLATFORM_PREFIX = 'platform:';
 /** The OAuth client an account was authorised with: the owner's registration (sealed secret) or the platform's. */
 export async function clientOf(deps: Pick<AppDeps, 'database' | 'secrets' | 'config'>, ownerId: string, authConfigId: string | null, toolkit: string) {
   if (!authConfigId) return undefined;
-  if (authConfigId.startsWith(PLATFORM_PREFIX)) return platformClient(deps.config, toolkit);
+  // A client registered for one toolkit is never used for another.
+  if (authConfigId.startsWith(PLATFORM_PREFIX)) return authConfigId === `${PLATFORM_PREFIX}${toolkit}` ? platformClient(deps.config, toolkit) : undefined;
+  if (!/^[0-9a-f-]{36}$/i.test(authConfigId)) return undefined;
   const row = await repo.findAuthConfig(deps.database.db, ownerId, authConfigId);
-  return row ? { clientId: row.client_id, clientSecret: deps.secrets.open(row.client_secret_enc), scopes: row.scopes as string[] } : undefined;
+  return row && row.toolkit === toolkit
+    ? { clientId: row.client_id, clientSecret: deps.secrets.open(row.client_secret_enc), scopes: row.scopes as string[] }
+    : undefined;
 }
 
 export const expiredEvent = (account: repo.AccountRow, reason: string) =>
@@ -111,7 +115,8 @@ async function refreshUnderLease(deps: Deps, toolkit: Toolkit, account: repo.Acc
       await markExpired(deps, account, 'The provider no longer accepts the refresh token (invalid_grant); connect the account again');
       throw new AppError('CONFLICT', 'Account expired', 'The provider revoked the connection; connect the account again');
     }
-    const reason = error instanceof Error ? error.message.slice(0, 300) : 'The token refresh failed';
+    // Only our wording and the provider's error code: its free-text description can reach a visitor's toolCalls.
+    const reason = error instanceof OAuthError ? `The token refresh was refused (${error.code})` : 'The token refresh failed';
     await repo.updateAccount(deps.database.db, account.id, { last_error: reason });
     throw new AppError('UPSTREAM_ERROR', 'Token refresh failed', reason);
   }

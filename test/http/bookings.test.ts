@@ -58,6 +58,7 @@ beforeAll(async () => {
     MAIL_FROM: 'Bookings <bookings@service.test>',
     RATE_LIMIT_DEFAULT: '100000',
     OUTBOUND_ALLOW_HOSTS: receiver.hostPort,
+    PUBLIC_ORIGINS: 'https://book.example',
   });
   a = await app.signUp('book-a');
   b = await app.signUp('book-b');
@@ -135,6 +136,13 @@ describe('available slots', () => {
     expect((await app.request('GET', `${base}&from=2027-03-01T00:00:00Z&to=2027-06-01T00:00:00Z`, { token: a.token })).status).toBe(400);
     expect((await app.request('GET', `${base}&timeZone=Nowhere`, { token: a.token })).status).toBe(400);
     expect((await app.request('GET', '/api/v1/bookings/available-slots', { token: a.token })).status).toBe(400);
+    // Years the arithmetic and the database cannot take are refused up front (one once looped for ever).
+    for (const window of ['from=9999-12-01T00:00:00Z&to=9999-12-29T23:30:00Z', 'from=0000-01-01T00:00:00Z&to=0000-01-02T00:00:00Z']) {
+      const res = await app.request('GET', `${base}&${window}`, { token: a.token });
+      expect(res.status, window).toBe(400);
+      expect(res.body.error.details).toContain('between 1970 and 9000');
+    }
+    expect((await book(a.token, '9999-12-31T00:00:00Z')).status).toBe(400);
     expect((await app.request('GET', base, { token: b.token })).status).toBe(404);
     expect((await app.request('GET', base)).status).toBe(401);
   });
@@ -170,7 +178,8 @@ describe('booking', () => {
     expect(toAttendee.parsed.subject).toMatch(/^Confirmed: Consulting, Monday, 15 March 2027 at 14:00/);
     expect(toOwner.parsed.subject).toMatch(/^New booking: Zoë Visitor, Monday, 15 March 2027 at 09:00/);
     expect(calendarOf(toAttendee)).toMatchObject({ method: 'REQUEST', sequence: 0, status: 'CONFIRMED', start: '2027-03-15T13:00:00.000Z' });
-    expect(toAttendee.parsed.text).toMatch(/To cancel: https:\/\/127\.0\.0\.1:\d+\/bookings\/cancel#bkc_/);
+    // The link's origin is the configured one, never the request's Host.
+    expect(toAttendee.parsed.text).toMatch(/To cancel: https:\/\/book\.example\/bookings\/cancel#bkc_/);
   });
 
   it('twenty requests for one slot at once, across two instances: exactly one 201, nineteen 409', async () => {

@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSlackServer, type ProviderServer } from '../helpers/provider-servers.ts';
+import { jsonb } from '../../db/json.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 /**
@@ -136,8 +137,8 @@ beforeAll(async () => {
       label: 'Team',
       status: 'ACTIVE',
       status_reason: null,
-      settings: '{}',
-      scopes: '[]',
+      settings: jsonb({}),
+      scopes: jsonb([]),
       access_token_enc: app.deps.secrets.seal('xoxb-valid'),
       token_expires_at: null,
     })
@@ -230,6 +231,17 @@ describe('tools in chat', () => {
     const { body } = await visitorChat('Can someone call me?');
     expect(body.toolCalls[0]).toMatchObject({ name: 'lead_capture', result: { shown: true } });
     expect(body.formConfig).toMatchObject({ tool: 'lead_capture', fields: expect.any(Array) });
+  });
+
+  it('at most eight calls run per model turn; the rest are refused without running', async () => {
+    script.push({ toolCalls: Array.from({ length: 30 }, (_, i) => ({ name: 'slack__post_message', arguments: { channel: '#general', text: `fan ${i}` } })) });
+    const before = slack.requests.filter((r) => r.path.endsWith('/chat.postMessage')).length;
+    const { body } = await visitorChat('Post thirty times');
+    expect(slack.requests.filter((r) => r.path.endsWith('/chat.postMessage')).length - before).toBe(8);
+    expect(body.toolCalls).toHaveLength(9);
+    expect(body.toolCalls[8]).toMatchObject({ error: '22 more calls were not run' });
+    // The model got an answer for every call it made.
+    expect(seen.at(-1)!.messages.filter((m) => m.role === 'tool')).toHaveLength(30);
   });
 
   it('a model that keeps calling tools is stopped after four rounds and answers without them', async () => {

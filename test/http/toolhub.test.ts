@@ -253,6 +253,29 @@ describe('API-key accounts, config and status', () => {
     expect(slackEntry).toMatchObject({ platformClient: false, authConfigIds: [authConfigId] });
   });
 
+  it('settings are checked against the toolkit; an input schema with patterns or references is refused', async () => {
+    const settings = { url: `${endpoint.origin}/hook`, inputSchema: { type: 'object' }, description: 'CRM' };
+    const connect = (body: Record<string, unknown>) =>
+      app.request('POST', '/api/v1/toolhub/connect', { token: a.token, body: { toolkit: 'http', apiKey: 'key-123', ...body } });
+    const redos = await connect({ settings: { ...settings, inputSchema: { type: 'object', properties: { q: { type: 'string', pattern: '^(a+)+$' } } } } });
+    expect(redos.status).toBe(400);
+    expect(redos.body.error.details).toContain('settings.inputSchema.properties.q.pattern');
+    const ref = await connect({ settings: { ...settings, inputSchema: { type: 'object', $ref: '#/x' } } });
+    expect(ref.body.error.details).toContain('$ref');
+    const extra = await connect({ settings: { ...settings, surprise: true } });
+    expect(extra.status).toBe(400);
+    expect(extra.body.error.details).toContain('settings');
+    const missing = await connect({ settings: { url: settings.url } });
+    expect(missing.status).toBe(400);
+    // An auth config of one toolkit is not used for another.
+    const hub = await app.request('POST', '/api/v1/toolhub/auth-configs', { token: a.token, body: { toolkit: 'hubspot', clientId: 'h', clientSecret: 's' } });
+    const crossed = await app.request('POST', '/api/v1/toolhub/connect', {
+      token: a.token,
+      body: { toolkit: 'slack', authConfigId: hub.body.data.authConfig.id },
+    });
+    expect(crossed.status).toBe(404);
+  });
+
   it('status asks each provider through the guard', async () => {
     const res = await app.request('GET', '/api/v1/toolhub/status', { token: a.token });
     expect(res.status).toBe(200);

@@ -6,7 +6,14 @@
 const root = document.getElementById('cancel-root');
 const form = document.getElementById('cancel-form') as HTMLFormElement | null;
 const status = document.getElementById('cancel-status');
-const token = decodeURIComponent(location.hash.slice(1));
+function tokenOfLink() {
+  try {
+    return decodeURIComponent(location.hash.slice(1));
+  } catch {
+    return '';
+  }
+}
+const token = tokenOfLink();
 
 function show(text: string) {
   if (status) status.textContent = text;
