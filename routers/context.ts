@@ -17,6 +17,7 @@ import type { DnsLookup } from '../adapters/outbound/dns/resolver.ts';
 import type { DomainRouteCache } from './domains/routes.ts';
 import type { CertificateStore } from './domains/certificate-store.ts';
 import type { Mailer } from '../adapters/outbound/mail/mailer.ts';
+import type { ServiceMetrics } from '../adapters/outbound/metrics/metrics.ts';
 
 /** Everything the procedures may use. Built once per process in server/app.ts; never a container. */
 export interface AppDeps {
@@ -46,6 +47,8 @@ export interface AppDeps {
   domainCertificates: CertificateStore;
   /** Outbound mail (SMTP_URL; logged when unset). */
   mailer: Mailer;
+  /** Prometheus metrics of this instance (GET /metrics). */
+  metrics: ServiceMetrics;
 }
 
 /** Per-request context, identical for REST, tRPC and GraphQL. */
@@ -66,6 +69,8 @@ export interface Context {
   response: { status?: 200 | 201 };
   /** The procedure path the REST adapter already counted (uploads are limited before their body is read). */
   rateLimitPrecounted?: string;
+  /** The operation's path template once an adapter matched one (a metrics label: never ids or values). */
+  routeTemplate?: string;
   /** The client asked for Server-Sent Events (`Accept: text/event-stream`). */
   acceptsEventStream: boolean;
   signal?: AbortSignal;

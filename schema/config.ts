@@ -144,6 +144,8 @@ export const configSchema = z.object({
   TOOLHUB_PROVIDER_URLS: list,
   /** The platform's own OAuth clients per toolkit, offered to every owner: `slack=<client id>:<client secret>,...`. */
   TOOLHUB_PLATFORM_CLIENTS: list,
+  /** Bearer token for GET /metrics (Prometheus); unset: /metrics answers 404. */
+  METRICS_TOKEN: z.string().min(16).max(200).optional(),
   /** smtp:// or smtps:// with credentials: booking and support mail. Unset: mail is logged (recipients, subject), not sent. */
   SMTP_URL: z
     .string()

@@ -44,6 +44,7 @@ import { bookingMailJobHandlers } from '../routers/bookings/mail.ts';
 import { supportMailJobHandlers } from '../routers/support/mail.ts';
 import { cancelTokenOf } from '../routers/bookings/booking-service.ts';
 import { createMailer } from '../adapters/outbound/mail/mailer.ts';
+import { createMetrics } from '../adapters/outbound/metrics/metrics.ts';
 import { createCertificateStore } from '../routers/domains/certificate-store.ts';
 import { installAcmeTransport } from '../adapters/outbound/acme/acme-client.ts';
 import { API_KEY_CHANGES_CHANNEL } from '../db/migrations/0006_api_key_change_notify.ts';
@@ -106,7 +107,12 @@ export async function startApp(config: Config, options: { database?: Database; l
     domainRoutes: createDomainRouteCache({ ttlMs: DOMAIN_ROUTE_TTL_MS, maxEntries: 10_000 }),
     domainCertificates: createCertificateStore({ db: database.db, secrets, ttlMs: 60_000, maxEntries: 10_000 }),
     mailer: createMailer({ smtpUrl: config.SMTP_URL, from: config.MAIL_FROM, logger }),
+    metrics: createMetrics(),
   };
+  deps.metrics.setCollector(async () => {
+    const stats = await deps.jobs.stats();
+    return { jobs: { queued: stats.queued, running: stats.running, dead: stats.dead } };
+  });
   if (config.TLS_MODE === 'acme') installAcmeTransport(http, config.OUTBOUND_TIMEOUT_MS);
   const cache = deps.apiKeyCache;
   const stopListening = await database.listen(API_KEY_CHANGES_CHANNEL, {
@@ -150,6 +156,7 @@ export async function startApp(config: Config, options: { database?: Database; l
       jobs: deps.webhookJobs,
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
       now: () => new Date(),
+      onOutcome: (succeeded) => deps.metrics.countWebhookOutcome(succeeded ? 'delivered' : 'failed'),
     });
     deps.webhookJobs.start(handlers, { concurrency: config.WEBHOOK_CONCURRENCY, leaseMs: config.JOB_LEASE_MS, onlyHandledKinds: true });
     const sweep = () =>

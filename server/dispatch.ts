@@ -1,6 +1,6 @@
 import { findChallenge } from '../routers/domains/certificate-repository.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../schema/errors.ts';
 import type { AppDeps, Context } from '../routers/context.ts';
 import { resolveCaller } from '../routers/auth/caller.ts';
@@ -88,6 +88,23 @@ async function answerAcmeChallenge(deps: AppDeps, res: ServerResponse, token: st
   }
 }
 
+/**
+ * GET /metrics for Prometheus, with `Authorization: Bearer <METRICS_TOKEN>` (compared in constant time); without
+ * a configured token the route does not exist.
+ */
+async function serveMetrics(deps: AppDeps, req: IncomingMessage, res: ServerResponse) {
+  const token = deps.config.METRICS_TOKEN;
+  if (!token) return sendError(res, new AppError('NOT_FOUND', 'Route not found', `${req.method} /metrics`));
+  const given = /^Bearer (.+)$/.exec(String(req.headers.authorization ?? ''))?.[1] ?? '';
+  const digest = (text: string) => createHash('sha256').update(text).digest();
+  if (!timingSafeEqual(digest(given), digest(token))) {
+    return sendError(res, new AppError('UNAUTHORIZED', 'Authentication required', 'Send Authorization: Bearer <METRICS_TOKEN>'));
+  }
+  const body = await deps.metrics.registry.metrics();
+  res.writeHead(200, { 'Content-Type': deps.metrics.registry.contentType, 'Cache-Control': 'no-store' });
+  res.end(body);
+}
+
 export function createDispatcher(
   deps: AppDeps,
   adapters: { rest: AdapterHandler; trpc: AdapterHandler; graphql: AdapterHandler; web: { matches(path: string): boolean; handle: AdapterHandler } },
@@ -98,6 +115,14 @@ export function createDispatcher(
     // event (which ends the process). Readers still see the failure through their own iteration or listeners.
     req.on('error', ignoreStreamError);
     res.on('error', ignoreStreamError);
+    const started = process.hrtime.bigint();
+    let route = 'unmatched';
+    let context: Context | undefined;
+    res.once('finish', () => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      // The operation's template once the REST adapter matched one, else the interface it went to.
+      deps.metrics.observeRequest({ method: req.method ?? 'GET', route: context?.routeTemplate ?? route, status: res.statusCode }, seconds);
+    });
     const incomingId = req.headers['x-request-id'];
     const requestId = typeof incomingId === 'string' && REQUEST_ID.test(incomingId) ? incomingId : randomUUID();
     res.setHeader('X-Request-Id', requestId);
@@ -137,6 +162,12 @@ export function createDispatcher(
       return sendError(res, new AppError('NOT_FOUND', 'Route not found', 'The path has a . or .. segment'));
     }
     const path = url.pathname;
+    if (path === '/metrics' && (req.method === 'GET' || req.method === 'HEAD')) {
+      route = '/metrics';
+      return void serveMetrics(deps, req, res).catch(() => {
+        if (!res.headersSent) sendError(res, new AppError('INTERNAL_ERROR', 'Internal server error'));
+      });
+    }
     let adapter: AdapterHandler | undefined;
     if (path === '/api' || path.startsWith('/api/')) adapter = adapters.rest;
     else if (path.startsWith('/trpc/')) adapter = adapters.trpc;
@@ -149,6 +180,8 @@ export function createDispatcher(
       if (!res.writableFinished) abort.abort();
     });
     const ctx = createContext(deps, req, requestId, clientIpOf(req, trustProxy), abort.signal);
+    context = ctx;
+    route = adapter === adapters.rest ? '/api (unmatched)' : adapter === adapters.trpc ? '/trpc' : adapter === adapters.graphql ? '/graphql' : 'web';
     adapter(req, res, ctx, url).catch((error: unknown) => {
       deps.errorReporter.capture(error, { requestId, path, method: req.method });
       if (!res.headersSent) sendError(res, new AppError('INTERNAL_ERROR', 'Internal server error'));

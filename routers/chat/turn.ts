@@ -162,18 +162,43 @@ async function record(deps: Pick<AppDeps, 'database' | 'webhookJobs'>, prepared:
   if (webhooksQueued > 0) deps.webhookJobs.notify();
 }
 
+/** The backend's kind as a metrics label: the connector type of an external endpoint, or the knowledge base. */
+const backendLabel = (prepared: PreparedChat) => (prepared.backend.endpoint ? (prepared.backend.endpoint.type ?? 'detected') : 'knowledge_base');
+
 export async function* streamChat(ctx: Context, prepared: PreparedChat) {
-  for await (const event of streamChatBackend(ctx.deps, prepared.backend)) {
-    if (event.type === 'delta') {
-      yield { type: 'delta' as const, text: event.text };
-      continue;
+  const started = performance.now();
+  let observed = false;
+  const observe = (outcome: 'ok' | 'error') => {
+    if (observed) return;
+    observed = true;
+    ctx.deps.metrics.observeUpstream({ type: backendLabel(prepared), outcome }, (performance.now() - started) / 1000);
+  };
+  try {
+    for await (const event of streamChatBackend(ctx.deps, prepared.backend)) {
+      if (event.type === 'delta') {
+        yield { type: 'delta' as const, text: event.text };
+        continue;
+      }
+      observe('ok');
+      yield { type: 'complete' as const, success: true, ...(await finish(ctx, prepared, event.reply)) };
     }
-    yield { type: 'complete' as const, success: true, ...(await finish(ctx, prepared, event.reply)) };
+  } catch (error) {
+    observe('error');
+    throw error;
   }
 }
 
 export async function answerChat(ctx: Context, prepared: PreparedChat) {
-  return finish(ctx, prepared, await runChatBackend(ctx.deps, prepared.backend));
+  const started = performance.now();
+  let reply: ChatBackendReply;
+  try {
+    reply = await runChatBackend(ctx.deps, prepared.backend);
+  } catch (error) {
+    ctx.deps.metrics.observeUpstream({ type: backendLabel(prepared), outcome: 'error' }, (performance.now() - started) / 1000);
+    throw error;
+  }
+  ctx.deps.metrics.observeUpstream({ type: backendLabel(prepared), outcome: 'ok' }, (performance.now() - started) / 1000);
+  return finish(ctx, prepared, reply);
 }
 
 /** Stores the exchange and gives the response fields. */

@@ -27,6 +27,8 @@ export interface DeliveryDeps {
   jobs: Pick<JobQueue, 'notify'>;
   /** Per attempt, connect to the end of the response. */
   timeoutMs: number;
+  /** Told of every attempt's outcome (the metrics). */
+  onOutcome?: (succeeded: boolean) => void;
   /** The clock of the retry schedule, signatures and the failure streak (tests control it). */
   now: () => Date;
 }
@@ -116,6 +118,7 @@ async function record(
   next: { status: WebhookDeliveryRow['status'] | 'keep'; nextAttemptAt: Date | null; automatic: boolean },
 ) {
   const at = new Date(result.attempt.at);
+  deps.onOutcome?.(result.succeeded);
   let queued = 0;
   const stored = await deps.db.transaction().execute(async (trx) => {
     const saved = await repo.saveAttempt(trx, delivery.id, {

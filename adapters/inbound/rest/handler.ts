@@ -133,6 +133,7 @@ export function createRestHandler(options: RestHandlerOptions) {
       });
     }
     const { route, params } = match;
+    ctx.routeTemplate = route.path;
     const flat = legacyTarget !== undefined || route.meta.flat === true;
     try {
       const input = await readInput(req, route, url, params, ctx);
