@@ -164,3 +164,24 @@ export async function jobStats(db: Kysely<DB>) {
          where status in ('queued', 'running', 'dead')`.execute(db);
   return rows[0];
 }
+
+/** Per kind: how many jobs are queued, running and dead, and how long the oldest ready one has waited (admin status). */
+export async function kindStats(db: Kysely<DB>) {
+  const { rows } = await sql<{ kind: string; queued: number; running: number; dead: number; oldest_ready_seconds: number | null }>`
+    select kind,
+      count(*) filter (where status = 'queued')::int as queued,
+      count(*) filter (where status = 'running')::int as running,
+      count(*) filter (where status = 'dead')::int as dead,
+      extract(epoch from now() - min(run_at) filter (where status = 'queued' and run_at <= now()))::float8 as oldest_ready_seconds
+    from jobs where status in ('queued', 'running', 'dead') group by kind order by kind`.execute(db);
+  return rows;
+}
+
+/** Workers (instances) that held a job lease in the last `minutes` minutes: the instances that are working. */
+export async function recentWorkers(db: Kysely<DB>, minutes: number) {
+  const { rows } = await sql<{ worker: string; last_seen: Date }>`
+    select locked_by as worker, max(updated_at) as last_seen from jobs
+    where locked_by is not null and updated_at > now() - make_interval(mins => ${minutes})
+    group by locked_by order by last_seen desc limit 50`.execute(db);
+  return rows;
+}

@@ -261,3 +261,11 @@ export async function countWebhooksByOwner(db: Db, ownerIds: string[]): Promise<
     .execute();
   return new Map(rows.map((r) => [r.owner_id, Number(r.n)]));
 }
+
+/** Deliveries still to be made, and how long the oldest has waited (admin status). */
+export async function deliveryBacklog(db: Db) {
+  const { rows } = await sql<{ pending: number; oldest_seconds: number | null }>`
+    select count(*)::int as pending, extract(epoch from now() - min(created_at))::float8 as oldest_seconds
+    from webhook_deliveries where status = 'pending'`.execute(db);
+  return rows[0] ?? { pending: 0, oldest_seconds: null };
+}

@@ -20,6 +20,7 @@ export function withFallback(primary: RateLimiter, fallback: RateLimiter, logger
         return fallback.hit(key, limit, windowMs);
       }
     },
+    health: () => primary.health(),
     async close() {
       await Promise.all([primary.close(), fallback.close()]);
     },

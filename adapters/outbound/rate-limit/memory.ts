@@ -80,6 +80,10 @@ export class MemoryRateLimiter implements RateLimiter {
     return this.logs.size;
   }
 
+  async health() {
+    return { store: 'memory' as const, ok: true, latencyMs: 0, error: null };
+  }
+
   async hit(key: string, limit: number, windowMs: number): Promise<RateLimitDecision> {
     if (this.closed) throw new Error('rate limiter is closed');
     assertHitArgs(key, limit, windowMs);

@@ -20,7 +20,16 @@ export interface RateLimitDecision {
 export interface RateLimiter {
   /** Counts one request against `key`; refused requests are NOT counted. */
   hit(key: string, limit: number, windowMs: number): Promise<RateLimitDecision>;
+  /** Where counts live and whether that store answers now (admin status). Never throws. */
+  health(): Promise<RateLimitStoreHealth>;
   close(): Promise<void>;
+}
+
+export interface RateLimitStoreHealth {
+  store: 'memory' | 'redis';
+  ok: boolean;
+  latencyMs: number | null;
+  error: string | null;
 }
 
 /**

@@ -81,6 +81,16 @@ class RedisRateLimiter implements RateLimiter {
     this.redis.defineCommand('rateLimitHit', { numberOfKeys: 1, lua: SLIDING_LOG_SCRIPT });
   }
 
+  async health() {
+    const started = performance.now();
+    try {
+      await Promise.race([this.redis.ping(), new Promise((_, reject) => setTimeout(() => reject(new Error('no answer within 2 s')), 2_000).unref())]);
+      return { store: 'redis' as const, ok: true, latencyMs: Math.round((performance.now() - started) * 100) / 100, error: null };
+    } catch (error) {
+      return { store: 'redis' as const, ok: false, latencyMs: null, error: error instanceof Error ? error.message.slice(0, 200) : 'failed' };
+    }
+  }
+
   async hit(key: string, limit: number, windowMs: number): Promise<RateLimitDecision> {
     assertHitArgs(key, limit, windowMs);
     this.seq = (this.seq + 1) % Number.MAX_SAFE_INTEGER;
