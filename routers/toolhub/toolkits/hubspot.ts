@@ -4,8 +4,9 @@
  * HubSpot errors are `{status: 'error', message, correlationId, category}`;
  * only the category (a fixed identifier such as VALIDATION_ERROR) is passed on.
  */
-import { type GuardedResponse, OutboundError } from '../../../adapters/outbound/http/guarded-client.ts';
+import type { GuardedResponse } from '../../../adapters/outbound/http/guarded-client.ts';
 import { CredentialRefusedError, type JsonSchema, type ToolContext, ToolError, type Toolkit } from '../toolkit.ts';
+import { asObject, identifier, jsonObject, optionalString, requireString, retryAfterSeconds, trimSlash, unreachable } from './provider-kit.ts';
 
 const PROVIDER = 'HubSpot';
 const CONTACT_PROPERTIES = ['firstname', 'lastname', 'phone', 'company'] as const;
@@ -42,7 +43,7 @@ export const hubspotToolkit: Toolkit = {
       description: 'Creates a HubSpot contact, or updates the one with the same email; only the properties given are changed.',
       inputSchema: upsertContactSchema,
       async run(input, ctx) {
-        const email = requireString(input, 'email');
+        const email = requireString(input, 'email').trim();
         if (!email.includes('@')) throw new ToolError('email must be an email address');
         const properties: Record<string, string> = { email };
         for (const name of CONTACT_PROPERTIES) {
@@ -113,50 +114,4 @@ async function callHubSpot(ctx: ToolContext, method: 'GET' | 'POST', path: strin
   throw new ToolError(`HubSpot refused the request: ${category ?? `HTTP ${res.status}`}`);
 }
 
-/** HubSpot's error categories (VALIDATION_ERROR, MISSING_SCOPES...): safe to show, unlike messages. */
-function identifier(value: unknown): string | undefined {
-  return typeof value === 'string' && /^[A-Za-z0-9_.-]{1,80}$/.test(value) ? value : undefined;
-}
-
-function outboundFailure(err: unknown): unknown {
-  if (!(err instanceof OutboundError)) return err;
-  const retryable = err.kind === 'timeout' || err.kind === 'connection_failed' || err.kind === 'dns_failure';
-  const failure = new ToolError(`Could not reach ${PROVIDER}: ${err.message}`, retryable);
-  failure.cause = err;
-  return failure;
-}
-
-function asObject(value: unknown): Record<string, unknown> | null {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
-}
-
-function jsonObject(res: GuardedResponse): Record<string, unknown> | null {
-  try {
-    return asObject(res.json());
-  } catch {
-    return null;
-  }
-}
-
-function retryAfterSeconds(res: GuardedResponse): number | undefined {
-  const header = res.headers['retry-after'];
-  const value = Number(Array.isArray(header) ? header[0] : header);
-  return header !== undefined && Number.isFinite(value) && value >= 0 ? Math.ceil(value) : undefined;
-}
-
-function requireString(input: Record<string, unknown>, name: string): string {
-  const value = input[name];
-  if (typeof value !== 'string' || value.trim() === '') throw new ToolError(`${name} is required`);
-  return value.trim();
-}
-
-function optionalString(input: Record<string, unknown>, name: string): string | undefined {
-  const value = input[name];
-  if (value === undefined || value === null || value === '') return undefined;
-  if (typeof value !== 'string') throw new ToolError(`${name} must be a string`);
-  return value;
-}
-
-function trimSlash(url: string): string {
-  return url.replace(/\/+$/, '');
-}
+const outboundFailure = (err: unknown) => unreachable(PROVIDER, err);

@@ -6,8 +6,9 @@
  * a 429 with Retry-After. Error codes are Slack's own short snake_case words,
  * safe to show; nothing else of a failed answer is ever passed on.
  */
-import { type GuardedResponse, OutboundError } from '../../../adapters/outbound/http/guarded-client.ts';
+import type { GuardedResponse } from '../../../adapters/outbound/http/guarded-client.ts';
 import { CredentialRefusedError, type JsonSchema, type ToolContext, ToolError, type Toolkit } from '../toolkit.ts';
+import { jsonObject, optionalString, requireString, retryAfterSeconds, trimSlash, unreachable } from './provider-kit.ts';
 
 const PROVIDER = 'Slack';
 const MAX_TEXT_LENGTH = 4000;
@@ -125,42 +126,4 @@ function accessToken(ctx: ToolContext): string {
   return ctx.credential.accessToken;
 }
 
-function outboundFailure(err: unknown): unknown {
-  if (!(err instanceof OutboundError)) return err;
-  const retryable = err.kind === 'timeout' || err.kind === 'connection_failed' || err.kind === 'dns_failure';
-  const failure = new ToolError(`Could not reach ${PROVIDER}: ${err.message}`, retryable);
-  failure.cause = err;
-  return failure;
-}
-
-function jsonObject(res: GuardedResponse): Record<string, unknown> | null {
-  try {
-    const value = res.json();
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
-}
-
-function retryAfterSeconds(res: GuardedResponse): number | undefined {
-  const header = res.headers['retry-after'];
-  const value = Number(Array.isArray(header) ? header[0] : header);
-  return header !== undefined && Number.isFinite(value) && value >= 0 ? Math.ceil(value) : undefined;
-}
-
-function requireString(input: Record<string, unknown>, name: string): string {
-  const value = input[name];
-  if (typeof value !== 'string' || value.trim() === '') throw new ToolError(`${name} is required`);
-  return value;
-}
-
-function optionalString(input: Record<string, unknown>, name: string): string | undefined {
-  const value = input[name];
-  if (value === undefined || value === null || value === '') return undefined;
-  if (typeof value !== 'string') throw new ToolError(`${name} must be a string`);
-  return value;
-}
-
-function trimSlash(url: string): string {
-  return url.replace(/\/+$/, '');
-}
+const outboundFailure = (err: unknown) => unreachable(PROVIDER, err);
