@@ -189,7 +189,7 @@ describe('OAuth 2 connection', () => {
     expect(after.refresh_token_enc).not.toBe(before.refresh_token_enc);
     expect(after.token_expires_at!.getTime()).toBeGreaterThan(Date.now());
     expect(after.last_refresh_at).not.toBeNull();
-    expect(one.body.data.account.identity).toBeTruthy();
+    expect(one.body.data.account.identity).toBe('Acme/toolbot');
   });
 
   it('invalid_grant on refresh: the account is EXPIRED with the reason, and the owner’s webhook hears of it', async () => {
