@@ -5,7 +5,7 @@ import type { AppDeps } from '../context.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import { queueBookingMail, queueReminder } from './mail.ts';
 import * as repo from './repository.ts';
-import { type Availability, conflicts, isFreeSlot, localIso } from './slots.ts';
+import { type Availability, conflicts, freeSlots, isFreeSlot, localIso } from './slots.ts';
 
 type Deps = Pick<AppDeps, 'database' | 'webhookJobs' | 'jobs' | 'secrets' | 'config'>;
 
@@ -60,7 +60,26 @@ export const hashCancelToken = (token: string) => createHash('sha256').update(to
 
 const slotTaken = () =>
   new AppError('CONFLICT', 'Slot not available', 'The requested time is not a free slot (taken, outside the hours, or too soon); ask available-slots again');
-const DAY_MS = 24 * 3600_000;
+export const DAY_MS = 24 * 3600_000;
+
+/**
+ * The free slots of an interface in [from, to): its exclusive bookings around the window (two days either side,
+ * for buffers and the day cap) taken from the availability's slots.
+ */
+export async function freeSlotsOf(deps: Pick<AppDeps, 'database'>, chatInterfaceId: string, availability: Availability, window: { from: Date; to: Date }) {
+  const busy = await repo.busyBetween(
+    deps.database.db,
+    chatInterfaceId,
+    new Date(window.from.getTime() - 2 * DAY_MS),
+    new Date(window.to.getTime() + 2 * DAY_MS),
+  );
+  return freeSlots(
+    availability,
+    busy.map((b) => ({ start: b.start_at, end: b.end_at })),
+    window,
+    new Date(),
+  );
+}
 
 export interface NewBooking {
   ownerId: string;

@@ -1,9 +1,7 @@
 import type { AppDeps } from '../context.ts';
-import { toAvailability } from './booking-service.ts';
+import { DAY_MS, freeSlotsOf, toAvailability } from './booking-service.ts';
 import * as repo from './repository.ts';
-import { freeSlots, localIso } from './slots.ts';
-
-const DAY_MS = 24 * 3600_000;
+import { localIso } from './slots.ts';
 
 /**
  * The arguments of a `book_slot` tool call in chat: the next free slots of the interface's booking hours (in UTC,
@@ -21,14 +19,7 @@ export async function offerSlots(
   const now = new Date();
   const days = Math.min(Math.max(Number(settings.daysAhead ?? 14) || 14, 1), 62);
   const count = Math.min(Math.max(Number(settings.slotsOffered ?? 6) || 6, 1), 20);
-  const to = new Date(now.getTime() + days * DAY_MS);
-  const busy = await repo.busyBetween(deps.database.db, iface.id, new Date(now.getTime() - 2 * DAY_MS), new Date(to.getTime() + 2 * DAY_MS));
-  const slots = freeSlots(
-    availability,
-    busy.map((b) => ({ start: b.start_at, end: b.end_at })),
-    { from: now, to },
-    now,
-  ).slice(0, count);
+  const slots = (await freeSlotsOf(deps, iface.id, availability, { from: now, to: new Date(now.getTime() + days * DAY_MS) })).slice(0, count);
   return {
     durationMinutes: availability.slotMinutes,
     timeZone: availability.timeZone,

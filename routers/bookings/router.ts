@@ -16,12 +16,11 @@ import {
 import { findOwnedInterface } from '../chat-interfaces/repository.ts';
 import type { Context } from '../context.ts';
 import { ownerProcedure, publicProcedure, router } from '../trpc.ts';
-import { cancelBooking, createBooking, hashCancelToken, toAvailability, toBooking } from './booking-service.ts';
+import { cancelBooking, createBooking, DAY_MS, freeSlotsOf, hashCancelToken, toAvailability, toBooking } from './booking-service.ts';
 import * as repo from './repository.ts';
-import { freeSlots, localIso } from './slots.ts';
+import { localIso } from './slots.ts';
 
 const tags = ['Bookings'];
-const DAY_MS = 24 * 3600_000;
 const MAX_WINDOW_DAYS = 62;
 const bookingOut = z.object({ booking: bookingSchema });
 
@@ -57,14 +56,13 @@ export async function slotsOf(ctx: Pick<Context, 'deps'>, chatInterfaceId: strin
     throw new AppError('VALIDATION_FAILED', 'Invalid request parameters', `to: at most ${MAX_WINDOW_DAYS} days after from`);
   }
   const availability = toAvailability(row);
-  const busy = await repo.busyBetween(ctx.deps.database.db, chatInterfaceId, new Date(from.getTime() - 2 * DAY_MS), new Date(to.getTime() + 2 * DAY_MS));
   const zone = window.timeZone ?? availability.timeZone;
-  const slots = freeSlots(
-    availability,
-    busy.map((b) => ({ start: b.start_at, end: b.end_at })),
-    { from, to },
-    now,
-  ).map((s) => ({ start: s.start.toISOString(), end: s.end.toISOString(), localStart: localIso(s.start, zone), localEnd: localIso(s.end, zone) }));
+  const slots = (await freeSlotsOf(ctx.deps, chatInterfaceId, availability, { from, to })).map((s) => ({
+    start: s.start.toISOString(),
+    end: s.end.toISOString(),
+    localStart: localIso(s.start, zone),
+    localEnd: localIso(s.end, zone),
+  }));
   return { timeZone: zone, availabilityTimeZone: availability.timeZone, slots };
 }
 

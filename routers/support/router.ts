@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { namesNothing } from '../../schema/common.ts';
+import { isUuid, namesNothing } from '../../schema/common.ts';
 import { AppError } from '../../schema/errors.ts';
 import { contactInput, listTicketsInput, ticketMessageSchema, ticketSchema, updateTicketInput } from '../../schema/support.ts';
 import type { TicketStatus } from '../../db/types.ts';
@@ -243,7 +243,7 @@ export const supportRouter = router({
 });
 
 async function visibleTicket(ctx: Context & { owner: { id: string; role: string } }, id: string) {
-  const row = /^[0-9a-f-]{36}$/i.test(id) ? await repo.findTicket(ctx.deps.database.db, viewerOf(ctx), id) : undefined;
+  const row = isUuid(id) ? await repo.findTicket(ctx.deps.database.db, viewerOf(ctx), id) : undefined;
   if (!row) throw ticketNotFound();
   return row;
 }

@@ -100,7 +100,8 @@ const statusSchema = z.object({
   error: z.string().nullable(),
 });
 type ProviderStatus = z.infer<typeof statusSchema>;
-let statusCache: { at: number; value: Promise<ProviderStatus[]> } | undefined;
+/** Per instance (its deps), so two services in one process never share an answer made with another's settings. */
+const statusCaches = new WeakMap<object, { at: number; value: Promise<ProviderStatus[]> }>();
 
 async function providerStatuses(ctx: Pick<Context, 'deps'>): Promise<ProviderStatus[]> {
   return Promise.all(
@@ -340,8 +341,12 @@ export const toolhubRouter = router({
     .input(z.object({}).optional())
     .output(z.object({ providers: z.array(statusSchema), checkedAt: timestamp }))
     .query(async ({ ctx }) => {
-      if (!statusCache || Date.now() - statusCache.at > STATUS_TTL_MS) statusCache = { at: Date.now(), value: providerStatuses(ctx) };
-      return { providers: await statusCache.value, checkedAt: new Date(statusCache.at).toISOString() };
+      let cached = statusCaches.get(ctx.deps);
+      if (!cached || Date.now() - cached.at > STATUS_TTL_MS) {
+        cached = { at: Date.now(), value: providerStatuses(ctx) };
+        statusCaches.set(ctx.deps, cached);
+      }
+      return { providers: await cached.value, checkedAt: new Date(cached.at).toISOString() };
     }),
 
   accounts: ownerProcedure

@@ -1,4 +1,5 @@
 import { AppError } from '../../schema/errors.ts';
+import { isUuid } from '../../schema/common.ts';
 import type { AppDeps } from '../context.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import { OAuthError, platformClient, providerUrls, requestTokens } from './oauth.ts';
@@ -20,7 +21,7 @@ export async function clientOf(deps: Pick<AppDeps, 'database' | 'secrets' | 'con
   if (!authConfigId) return undefined;
   // A client registered for one toolkit is never used for another.
   if (authConfigId.startsWith(PLATFORM_PREFIX)) return authConfigId === `${PLATFORM_PREFIX}${toolkit}` ? platformClient(deps.config, toolkit) : undefined;
-  if (!/^[0-9a-f-]{36}$/i.test(authConfigId)) return undefined;
+  if (!isUuid(authConfigId)) return undefined;
   const row = await repo.findAuthConfig(deps.database.db, ownerId, authConfigId);
   return row && row.toolkit === toolkit
     ? { clientId: row.client_id, clientSecret: deps.secrets.open(row.client_secret_enc), scopes: row.scopes as string[] }
