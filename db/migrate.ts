@@ -13,6 +13,8 @@ import * as certificates from './migrations/0011_certificates.ts';
 import * as bookings from './migrations/0012_bookings.ts';
 import * as toolhub from './migrations/0013_toolhub.ts';
 import * as support from './migrations/0014_support.ts';
+import * as activityRollups from './migrations/0015_activity_rollups.ts';
+import * as securityEvents from './migrations/0016_security_events.ts';
 
 /** Migrations are listed in code (not read from a folder) so they run the same under tsx, tests and bundlers. */
 const migrations: Record<string, Migration> = {
@@ -30,6 +32,8 @@ const migrations: Record<string, Migration> = {
   '0012_bookings': bookings,
   '0013_toolhub': toolhub,
   '0014_support': support,
+  '0015_activity_rollups': activityRollups,
+  '0016_security_events': securityEvents,
 };
 
 /** Runs pending migrations. Kysely's migrator holds a Postgres advisory lock, so concurrent instances are safe. */

@@ -472,6 +472,57 @@ export interface WebhookDeliveriesTable {
   updated_at: UpdatedAt;
 }
 
+/** Dashboard rollups (0015): counters per owner, UTC day and interface (the nil uuid: no interface). */
+export interface ActivityDailyTable {
+  owner_id: string;
+  day: ColumnType<Date, string, string>;
+  chat_interface_id: string;
+  metric: string;
+  value: ColumnType<string, number, number>;
+}
+
+export interface ActivityVisitorsTable {
+  owner_id: string;
+  day: ColumnType<Date, string, string>;
+  chat_interface_id: string;
+  visitor_key: string;
+}
+
+export interface ActivityVisitorSketchesTable {
+  owner_id: string;
+  day: ColumnType<Date, string, string>;
+  chat_interface_id: string;
+  registers: Uint8Array;
+}
+
+export interface ActivityQuestionsTable {
+  owner_id: string;
+  day: ColumnType<Date, string, string>;
+  chat_interface_id: string;
+  question: string;
+  count: ColumnType<string, number, number>;
+}
+
+/** Security monitoring (0016): events as they happen (sampled under a flood) and exact hourly counts. */
+export interface SecurityEventsTable {
+  id: string;
+  kind: string;
+  occurred_at: Date;
+  owner_id: string | null;
+  chat_interface_id: string | null;
+  ip: string | null;
+  detail: ColumnType<Record<string, string | number | boolean | null>, string, string>;
+}
+
+/** owner_id and chat_interface_id are the nil uuid when the event named none (key columns cannot be null). */
+export interface SecurityEventCountsTable {
+  hour: Date;
+  kind: string;
+  owner_id: Generated<string>;
+  chat_interface_id: Generated<string>;
+  count: ColumnType<string, number, number>;
+}
+
 export interface DB {
   webhooks: WebhooksTable;
   webhook_events: WebhookEventsTable;
@@ -494,6 +545,12 @@ export interface DB {
   toolhub_enabled_tools: ToolhubEnabledToolsTable;
   support_tickets: SupportTicketsTable;
   support_messages: SupportMessagesTable;
+  activity_daily: ActivityDailyTable;
+  activity_visitors: ActivityVisitorsTable;
+  activity_visitor_sketches: ActivityVisitorSketchesTable;
+  activity_questions: ActivityQuestionsTable;
+  security_events: SecurityEventsTable;
+  security_event_counts: SecurityEventCountsTable;
   chat_messages: ChatMessagesTable;
   jobs: JobsTable;
   kb_configs: KbConfigsTable;

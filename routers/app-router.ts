@@ -11,11 +11,13 @@ import { domainsAdminRouter } from './domains/admin-router.ts';
 import { cacheRouter } from './cache/router.ts';
 import { chatRouter } from './chat/router.ts';
 import { chatInterfacesRouter } from './chat-interfaces/router.ts';
+import { dashboardRouter } from './dashboard/router.ts';
 import { debugRouter } from './debug/router.ts';
 import { errorTrackingRouter } from './error-tracking/router.ts';
 import { healthRouter } from './health/router.ts';
 import { knowledgeBaseRouter } from './knowledge-base/router.ts';
 import { leadsRouter } from './leads/router.ts';
+import { securityEventsRouter } from './security-events/router.ts';
 import { supportRouter } from './support/router.ts';
 import { toolhubRouter } from './toolhub/router.ts';
 import { translationsRouter } from './translations/router.ts';
@@ -37,11 +39,13 @@ export const appRouter = router({
   chatInterfaces: chatInterfacesRouter,
   cache: cacheRouter,
   chat: chatRouter,
+  dashboard: dashboardRouter,
   debug: debugRouter,
   errorTracking: errorTrackingRouter,
   health: healthRouter,
   knowledgeBase: knowledgeBaseRouter,
   leads: leadsRouter,
+  securityEvents: securityEventsRouter,
   support: supportRouter,
   toolhub: toolhubRouter,
   translations: translationsRouter,

@@ -18,6 +18,7 @@ import type { DomainRouteCache } from './domains/routes.ts';
 import type { CertificateStore } from './domains/certificate-store.ts';
 import type { Mailer } from '../adapters/outbound/mail/mailer.ts';
 import type { ServiceMetrics } from '../adapters/outbound/metrics/metrics.ts';
+import type { SecurityEventRecorder } from './security-events/recorder.ts';
 
 /** Everything the procedures may use. Built once per process in server/app.ts; never a container. */
 export interface AppDeps {
@@ -49,6 +50,8 @@ export interface AppDeps {
   mailer: Mailer;
   /** Prometheus metrics of this instance (GET /metrics). */
   metrics: ServiceMetrics;
+  /** Security events (failed sign-ins, bad keys, refused addresses, 429s...), buffered and written every second. */
+  securityEvents: SecurityEventRecorder;
 }
 
 /** Per-request context, identical for REST, tRPC and GraphQL. */

@@ -49,16 +49,29 @@ const t = initTRPC
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 
+type Settings = Context['deps']['config'];
+type NumericSetting = { [K in keyof Settings]: Settings[K] extends number ? K : never }[keyof Settings];
+export type RateLimitScope = 'perCallerPerOperation' | 'perVisitorIp' | 'shared';
+
+/**
+ * Every budget calls are counted against and the setting that sizes it, read by enforcement and by the admin view
+ * (routers/admin/rate-limits.ts). Keys: `<bucket>:<path>:<caller>` per caller and operation, `visitorIp:<client>`
+ * for all visitor calls from one client, `shared:<name>` for a budget everyone shares.
+ */
+export const RATE_LIMIT_BUDGETS = {
+  chat: { scope: 'perCallerPerOperation', setting: 'RATE_LIMIT_CHAT' },
+  kbQuery: { scope: 'perCallerPerOperation', setting: 'RATE_LIMIT_KB_QUERY' },
+  upload: { scope: 'perCallerPerOperation', setting: 'RATE_LIMIT_UPLOAD' },
+  visitorSession: { scope: 'perCallerPerOperation', setting: 'RATE_LIMIT_VISITOR_SESSIONS' },
+  support: { scope: 'perCallerPerOperation', setting: 'RATE_LIMIT_SUPPORT' },
+  default: { scope: 'perCallerPerOperation', setting: 'RATE_LIMIT_DEFAULT' },
+  visitorIp: { scope: 'perVisitorIp', setting: 'RATE_LIMIT_VISITOR_IP' },
+  'support-contact': { scope: 'shared', setting: 'RATE_LIMIT_SUPPORT_GLOBAL' },
+} as const satisfies Record<RateLimitBucket, { scope: 'perCallerPerOperation'; setting: NumericSetting }> &
+  Record<string, { scope: RateLimitScope; setting: NumericSetting }>;
+
 function bucketLimit(ctx: Context, bucket: RateLimitBucket): number {
-  const c = ctx.deps.config;
-  return {
-    chat: c.RATE_LIMIT_CHAT,
-    kbQuery: c.RATE_LIMIT_KB_QUERY,
-    upload: c.RATE_LIMIT_UPLOAD,
-    visitorSession: c.RATE_LIMIT_VISITOR_SESSIONS,
-    support: c.RATE_LIMIT_SUPPORT,
-    default: c.RATE_LIMIT_DEFAULT,
-  }[bucket];
+  return ctx.deps.config[RATE_LIMIT_BUDGETS[bucket].setting];
 }
 
 /**
@@ -96,12 +109,31 @@ async function countHit(ctx: Context, key: string, limit: number) {
   ctx.responseHeaders['X-RateLimit-Reset'] = String(decision.resetAt);
   if (!decision.allowed) {
     ctx.responseHeaders['Retry-After'] = String(decision.retryAfterSeconds);
+    await noteRefusal(ctx, key);
     throw new AppError(
       'RATE_LIMITED',
       'Rate limit exceeded',
       `Limit is ${limit} requests per ${ctx.deps.config.RATE_LIMIT_WINDOW_SECONDS} s; retry after ${decision.retryAfterSeconds} s`,
     );
   }
+}
+
+/**
+ * What a refusal leaves for operators. The caller is already resolved (the limit was keyed on it), so this costs no
+ * lookup. The limit is named without the caller part of its key (`default:apiKeys.list`, `shared:support-contact`).
+ */
+async function noteRefusal(ctx: Context, key: string) {
+  const caller = await ctx.getCaller();
+  const scope =
+    caller.kind === 'owner'
+      ? { ownerId: caller.owner.id }
+      : caller.kind === 'apiKey'
+        ? { ownerId: caller.ownerId, chatInterfaceId: caller.chatInterfaceId }
+        : caller.kind === 'visitor'
+          ? { chatInterfaceId: caller.chatInterfaceId }
+          : {};
+  const limit = key.startsWith('visitorIp:') ? 'visitorIp' : key.split(':', 2).join(':');
+  ctx.deps.securityEvents.record('rate_limited', { ...scope, ip: ctx.clientIp, detail: { limit } });
 }
 
 const rateLimited = t.middleware(async ({ ctx, meta, path, next }) => {

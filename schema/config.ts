@@ -144,6 +144,10 @@ export const configSchema = z.object({
   TOOLHUB_PROVIDER_URLS: list,
   /** The platform's own OAuth clients per toolkit, offered to every owner: `slack=<client id>:<client secret>,...`. */
   TOOLHUB_PLATFORM_CLIENTS: list,
+  /** How long security events and their hourly counts are kept (GET /api/v1/admin/security-monitoring). */
+  SECURITY_EVENTS_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+  /** Up to this many visitor-days in a dashboard's range, distinct visitors are counted exactly; beyond, estimated (HyperLogLog). */
+  DASHBOARD_EXACT_VISITOR_DAYS: z.coerce.number().int().min(0).max(10_000_000).default(20_000),
   /** Bearer token for GET /metrics (Prometheus); unset: /metrics answers 404. */
   METRICS_TOKEN: z.string().min(16).max(200).optional(),
   /** smtp:// or smtps:// with credentials: booking and support mail. Unset: mail is logged (recipients, subject), not sent. */

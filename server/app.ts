@@ -48,12 +48,16 @@ import { createMetrics } from '../adapters/outbound/metrics/metrics.ts';
 import { createCertificateStore } from '../routers/domains/certificate-store.ts';
 import { installAcmeTransport } from '../adapters/outbound/acme/acme-client.ts';
 import { API_KEY_CHANGES_CHANNEL } from '../db/migrations/0006_api_key_change_notify.ts';
+import { createSecurityEventRecorder, databaseSecurityEventStore } from '../routers/security-events/recorder.ts';
 
 /** How long an instance trusts what it knows about a custom domain (changes made elsewhere show within this). */
 const DOMAIN_ROUTE_TTL_MS = 5_000;
 
 /** Validated API keys kept per instance (a few hundred bytes each). */
 const API_KEY_CACHE_MAX_ENTRIES = 10_000;
+
+/** How often old security events are deleted (SECURITY_EVENTS_RETENTION_DAYS). */
+const SECURITY_EVENTS_PRUNE_MS = 3_600_000;
 
 export interface RunningApp {
   deps: AppDeps;
@@ -77,9 +81,15 @@ export async function startApp(config: Config, options: { database?: Database; l
   const logger = options.logger ?? createLogger(config.LOG_LEVEL);
   const database = options.database ?? (await openDatabase(config));
   await migrateToLatest(database.db);
+  const securityEvents = createSecurityEventRecorder({
+    store: databaseSecurityEventStore(database.db),
+    logger,
+    retentionDays: config.SECURITY_EVENTS_RETENTION_DAYS,
+  });
   const http = createGuardedHttpClient({
     allowHosts: config.OUTBOUND_ALLOW_HOSTS,
     extraCa: config.OUTBOUND_CA_FILE ? readFileSync(config.OUTBOUND_CA_FILE, 'utf8') : undefined,
+    onBlocked: ({ host }) => securityEvents.record('outbound_blocked', { detail: { host } }),
   });
   const rateLimiter = config.REDIS_URL
     ? withFallback(createRedisRateLimiter({ url: config.REDIS_URL, keyPrefix: config.RATE_LIMIT_KEY_PREFIX }), createMemoryRateLimiter(), logger)
@@ -108,6 +118,7 @@ export async function startApp(config: Config, options: { database?: Database; l
     domainCertificates: createCertificateStore({ db: database.db, secrets, ttlMs: 60_000, maxEntries: 10_000 }),
     mailer: createMailer({ smtpUrl: config.SMTP_URL, from: config.MAIL_FROM, logger }),
     metrics: createMetrics(),
+    securityEvents,
   };
   deps.metrics.setCollector(async () => {
     const stats = await deps.jobs.stats();
@@ -124,6 +135,15 @@ export async function startApp(config: Config, options: { database?: Database; l
     },
   });
   const sweepers: Array<ReturnType<typeof setInterval>> = [];
+  securityEvents.start();
+  // Not awaited: a large backlog must not delay start-up (close waits for a running prune).
+  const pruneSecurityEvents = () => {
+    securityEvents.prune().catch((error: unknown) => logger.warn('security event retention sweep failed', { reason: String(error) }));
+  };
+  pruneSecurityEvents();
+  const pruner = setInterval(pruneSecurityEvents, SECURITY_EVENTS_PRUNE_MS);
+  pruner.unref();
+  sweepers.push(pruner);
   if (config.JOB_CONCURRENCY > 0) {
     deps.jobs.start(
       {
@@ -217,6 +237,8 @@ export async function startApp(config: Config, options: { database?: Database; l
         for (const sweeper of sweepers) clearInterval(sweeper);
         // Within main.ts's 10 s shutdown bound: handlers still running after 8 s are released, not left leased.
         await Promise.all([deps.jobs.stop(8_000), deps.webhookJobs.stop(8_000)]);
+        // After the workers (a delivery may still record a refused address), before the database closes.
+        await securityEvents.close();
         await deps.documentPool.close();
         await deps.mailer.close();
         await rateLimiter.close();

@@ -19,6 +19,11 @@ export async function up(db: Kysely<any>) {
     .execute();
 
   await sql`drop function record_chat_exchange(text, uuid, uuid, uuid, uuid, text, uuid, text, jsonb, jsonb, jsonb, jsonb, text, int)`.execute(db);
+  await createMeteredRecordChatExchange(db);
+}
+
+/** The chat turn's statement with monthly usage metering (0015 replaces it and recreates it on the way down). */
+export async function createMeteredRecordChatExchange(db: Kysely<any>) {
   await sql`
     create function record_chat_exchange(
       p_session_id text, p_chat_interface_id uuid, p_owner_id uuid, p_visitor_id uuid,

@@ -6,6 +6,7 @@ import { adminProcedure, router } from '../trpc.ts';
 import { listOwners, toOwnerDetail, updateOwnerPlanAndRole } from '../auth/repository.ts';
 import { kindStats, recentWorkers } from '../jobs/repository.ts';
 import { deliveryBacklog } from '../webhooks/repository.ts';
+import { rateLimitsProcedure } from './rate-limits.ts';
 import { timestamp } from '../../schema/common.ts';
 import { createRequire } from 'node:module';
 
@@ -86,6 +87,8 @@ export const adminRouter = router({
         instances: workers.map((w) => ({ worker: w.worker, lastSeen: new Date(w.last_seen).toISOString() })),
       };
     }),
+
+  rateLimits: rateLimitsProcedure,
 
   listOwners: adminProcedure
     .meta({ openapi: { method: 'GET', path: '/api/v1/admin/owners', tags, summary: 'All owners (newest first, paginated)', protect: true } })

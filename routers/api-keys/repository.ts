@@ -24,6 +24,11 @@ export async function findActiveKeyByHash(db: Kysely<DB>, keyHash: string) {
   return rows[0];
 }
 
+/** Whose a refused key is, when its row still exists (a deactivated key): only asked on the refusal path. */
+export function findKeyOwnerByHash(db: Kysely<DB>, keyHash: string) {
+  return db.selectFrom('api_keys').select(['owner_id', 'chat_interface_id']).where('key_hash', '=', keyHash).executeTakeFirst();
+}
+
 export interface ActiveKey {
   id: string;
   owner_id: string;

@@ -2,19 +2,35 @@ import { createHash } from 'node:crypto';
 import { AppError } from '../../schema/errors.ts';
 import type { AppDeps } from '../context.ts';
 import { parseApiKey } from '../api-keys/key-format.ts';
-import { findActiveKeyByHash, touchKeyLastUsed } from '../api-keys/repository.ts';
+import { findActiveKeyByHash, findKeyOwnerByHash, touchKeyLastUsed } from '../api-keys/repository.ts';
 import { looksLikeJwt, resolveOidcCaller } from './oidc.ts';
 import type { Caller, OwnerPrincipal } from './principal.ts';
 import { readVisitorToken, VISITOR_TOKEN_PREFIX } from '../visitors/token.ts';
 
 export const sha256Hex = (value: string) => createHash('sha256').update(value).digest('hex');
 
+/** A key in a security event: its first 8 characters, never more. */
+const keyHint = (token: string) => token.slice(0, 8);
+
+/**
+ * A well-formed key that is not active: revoked when its row is still there (deactivated), unknown otherwise (made
+ * up, or deleted: its row is gone). One indexed lookup, on the refusal path only.
+ */
+async function noteRefusedKey(deps: Pick<AppDeps, 'database' | 'securityEvents'>, token: string, keyHash: string) {
+  const known = await findKeyOwnerByHash(deps.database.db, keyHash).catch(() => undefined);
+  deps.securityEvents.record(known ? 'api_key_revoked' : 'api_key_invalid', {
+    ownerId: known?.owner_id,
+    chatInterfaceId: known?.chat_interface_id,
+    detail: { key: keyHint(token) },
+  });
+}
+
 /**
  * Turns an Authorization header into a caller. Never throws for bad credentials: it returns an
  * anonymous caller and the procedure's auth rule answers 401, so rate limiting can still key on IP.
  */
 export async function resolveCaller(
-  deps: Pick<AppDeps, 'apiKeyCache' | 'config' | 'database' | 'sessions' | 'http' | 'logger' | 'secrets'>,
+  deps: Pick<AppDeps, 'apiKeyCache' | 'config' | 'database' | 'sessions' | 'http' | 'logger' | 'secrets' | 'securityEvents'>,
   authorization: string | undefined,
 ): Promise<Caller> {
   if (!authorization) return { kind: 'anonymous', reason: 'missing' };
@@ -24,10 +40,16 @@ export async function resolveCaller(
 
   if (token.startsWith('svc_')) {
     // A bad checksum is refused here, without a database lookup.
-    if (!parseApiKey(token)) return { kind: 'anonymous', reason: 'invalid' };
+    if (!parseApiKey(token)) {
+      deps.securityEvents.record('api_key_invalid', { detail: { key: keyHint(token), malformed: true } });
+      return { kind: 'anonymous', reason: 'invalid' };
+    }
     const keyHash = sha256Hex(token);
     const key = await deps.apiKeyCache.lookup(keyHash, () => findActiveKeyByHash(deps.database.db, keyHash));
-    if (!key) return { kind: 'anonymous', reason: 'invalid' };
+    if (!key) {
+      await noteRefusedKey(deps, token, keyHash);
+      return { kind: 'anonymous', reason: 'invalid' };
+    }
     const touchedAt = await touchKeyLastUsed(deps.database.db, key.id, key.last_used_at);
     // A cached key remembers the touch, so it is written at most once a minute per instance.
     if (touchedAt) key.last_used_at = touchedAt;

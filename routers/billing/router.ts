@@ -18,7 +18,7 @@ import { AppError } from '../../schema/errors.ts';
 import { PLAN_RULES } from '../../schema/plans.ts';
 import { findOwnerById, updateOwnerPlanAndRole } from '../auth/repository.ts';
 import type { Context } from '../context.ts';
-import { documentTotals } from '../knowledge-base/repository.ts';
+import { monthUsage } from './usage.ts';
 import { billingSignatureProcedure, cronProcedure, ownerProcedure, router } from '../trpc.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import { validateCoupon } from './coupons.ts';
@@ -78,13 +78,7 @@ export const billingRouter = router({
     .query(async ({ ctx }) => {
       const db = ctx.deps.database.db;
       const now = new Date();
-      const monthStart = repo.monthStart(now);
-      const monthEnd = new Date(Date.UTC(monthStart.getUTCFullYear(), monthStart.getUTCMonth() + 1, 1));
-      const [account, counts, stored] = await Promise.all([
-        repo.findAccount(db, ctx.owner.id),
-        repo.usageOf(db, ctx.owner.id, monthStart),
-        documentTotals(db, ctx.owner.id),
-      ]);
+      const [account, usage] = await Promise.all([repo.findAccount(db, ctx.owner.id), monthUsage(db, ctx.owner.id, now)]);
       const state = planState(account, ctx.owner.plan, now);
       const fromStripe = state.source === 'stripe' && account?.current_period_start && account.current_period_end;
       return {
@@ -94,17 +88,17 @@ export const billingRouter = router({
           source: state.source,
           billingConfigured: ctx.deps.stripe !== undefined,
           interval: state.source === 'stripe' ? (account?.billing_interval ?? null) : null,
-          currentPeriodStart: fromStripe ? account.current_period_start!.toISOString() : monthStart.toISOString(),
+          currentPeriodStart: fromStripe ? account.current_period_start!.toISOString() : usage.periodStart,
           currentPeriodEnd: fromStripe
             ? account.current_period_end!.toISOString()
             : state.source === 'trial'
               ? account!.trial_end!.toISOString()
-              : monthEnd.toISOString(),
+              : usage.periodEnd,
           cancelAtPeriodEnd: state.source === 'stripe' ? (account?.cancel_at_period_end ?? false) : false,
           trialEnd: state.source === 'trial' ? toIso(account!.trial_end) : state.source === 'stripe' ? toIso(account?.subscription_trial_end ?? null) : null,
           trialAvailable: trialAvailable(account, ctx.owner.plan),
           limits: PLAN_RULES[ctx.owner.plan],
-          usage: { periodStart: monthStart.toISOString(), periodEnd: monthEnd.toISOString(), ...counts, ...stored },
+          usage,
         },
       };
     }),
@@ -274,6 +268,7 @@ export const billingRouter = router({
       try {
         event = verifyStripeEvent(input.payload, input.signature, secret);
       } catch {
+        ctx.deps.securityEvents.record('billing_signature_invalid', { ip: ctx.clientIp, detail: { signed: input.signature !== '' } });
         throw new AppError('BAD_REQUEST', 'Invalid signature', 'Stripe-Signature does not match the body, or its timestamp is outside the 300 s tolerance');
       }
       const outcome = await callStripe(ctx, () =>

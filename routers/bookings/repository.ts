@@ -1,4 +1,5 @@
 import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
+import { countActivity } from '../dashboard/repository.ts';
 import type { BookingAvailabilityTable, BookingsTable, DB } from '../../db/types.ts';
 import { jsonb } from '../../db/json.ts';
 
@@ -44,8 +45,15 @@ export const busyBetween = (db: Db, chatInterfaceId: string, from: Date, to: Dat
     .orderBy('start_at')
     .execute();
 
-export const insertBooking = (db: Db, row: Omit<BookingRow, 'sequence' | 'created_at' | 'updated_at' | 'cancelled_at' | 'cancel_reason' | 'cancelled_by'>) =>
-  db.insertInto('bookings').values(row).returningAll().executeTakeFirstOrThrow();
+/** Stores a booking and counts it in the owner's dashboard, in the caller's transaction. */
+export async function insertBooking(
+  db: Db,
+  row: Omit<BookingRow, 'sequence' | 'created_at' | 'updated_at' | 'cancelled_at' | 'cancel_reason' | 'cancelled_by'>,
+) {
+  const inserted = await db.insertInto('bookings').values(row).returningAll().executeTakeFirstOrThrow();
+  await countActivity(db, row.owner_id, row.chat_interface_id, { metrics: { bookings: 1 } });
+  return inserted;
+}
 
 export const findOwnedBooking = (db: Db, ownerId: string, id: string) =>
   db.selectFrom('bookings').selectAll().where('id', '=', id).where('owner_id', '=', ownerId).executeTakeFirst();

@@ -34,6 +34,8 @@ export interface ChatBackendReply {
   usage: { promptTokens: number; completionTokens: number; totalTokens: number };
   /** The tools the model called, with their results. */
   toolCalls?: ExecutedToolCall[];
+  /** Knowledge-base answers: whether a passage matched the words of the question (the dashboard's unanswered count). */
+  grounded?: boolean;
 }
 
 /** What the chat backend uses: the connector's client and settings, the log, and what answering from a knowledge base uses. */
@@ -95,7 +97,13 @@ export async function runChatBackend(deps: ChatBackendDeps, input: ChatBackendIn
   }
   if (!input.kb) throw notConfigured();
   const result = await answerQuery(deps, input.kb, input.message, visitorAnswerOptions(deps, input));
-  return { text: result.answer, sources: result.sources, usage: result.usage, ...('toolCalls' in result ? { toolCalls: result.toolCalls } : {}) };
+  return {
+    text: result.answer,
+    sources: result.sources,
+    usage: result.usage,
+    grounded: result.grounded,
+    ...('toolCalls' in result ? { toolCalls: result.toolCalls } : {}),
+  };
 }
 
 export async function* streamChatBackend(
@@ -119,7 +127,13 @@ export async function* streamChatBackend(
     else if (event.type === 'complete')
       yield {
         type: 'done',
-        reply: { text: event.answer, sources: event.sources, usage: event.usage, ...(event.toolCalls ? { toolCalls: event.toolCalls } : {}) },
+        reply: {
+          text: event.answer,
+          sources: event.sources,
+          usage: event.usage,
+          grounded: event.grounded,
+          ...(event.toolCalls ? { toolCalls: event.toolCalls } : {}),
+        },
       };
   }
 }

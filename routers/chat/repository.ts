@@ -1,4 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import type { Activity } from '../dashboard/activity.ts';
+import { activityJson } from '../dashboard/repository.ts';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { DB } from '../../db/types.ts';
 import { jsonb } from '../../db/json.ts';
@@ -93,7 +95,7 @@ function chatEvents(
 export async function recordExchange(
   db: Kysely<DB>,
   session: { id: string; chatInterfaceId: string; ownerId: string; isNew: boolean; visitorId?: string | null },
-  exchange: { message: string; reply: string; sources: unknown; usage: unknown; toolCalls: unknown },
+  exchange: { message: string; reply: string; sources: unknown; usage: unknown; toolCalls: unknown; activity: Activity },
 ): Promise<{ webhooksQueued: number }> {
   const userId = randomUUID();
   const replyId = randomUUID();
@@ -106,7 +108,7 @@ export async function recordExchange(
     select record_chat_exchange(${session.id}, ${session.chatInterfaceId}::uuid, ${session.ownerId}::uuid,
       ${session.visitorId ?? null}::uuid, ${userId}::uuid, ${exchange.message}, ${replyId}::uuid, ${exchange.reply},
       ${json(exchange.sources)}, ${json(exchange.usage)}, ${json(exchange.toolCalls)},
-      ${outboxEventsJson(events)}, ${DELIVER_JOB}, ${DELIVER_JOB_MAX_ATTEMPTS}) as queued`.execute(db);
+      ${outboxEventsJson(events)}, ${DELIVER_JOB}, ${DELIVER_JOB_MAX_ATTEMPTS}, ${activityJson(exchange.activity)}) as queued`.execute(db);
   return { webhooksQueued: rows[0]?.queued ?? 0 };
 }
 

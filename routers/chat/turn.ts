@@ -11,6 +11,8 @@ import { selectToolCalls } from './tools.ts';
 import { offerSlots } from '../bookings/offer.ts';
 import { connectedTools, type RunnableTool, toolRunner } from '../toolhub/runner.ts';
 import type { KbConfigRow } from '../knowledge-base/repository.ts';
+import { chatTurnActivity, failedCallActivity, upstreamErrorKind } from '../dashboard/activity.ts';
+import { countActivity } from '../dashboard/repository.ts';
 
 const sessionNotFound = () => new AppError('NOT_FOUND', 'Session not found');
 /** History carried to an external endpoint when no knowledge-base memory setting applies. */
@@ -151,19 +153,49 @@ function toolsOf(prepared: PreparedChat, reply: ChatBackendReply) {
   return { toolCalls: reply.toolCalls ?? [], formConfig: prepared.modelTools.form.value };
 }
 
-async function record(deps: Pick<AppDeps, 'database' | 'webhookJobs'>, prepared: PreparedChat, reply: ChatBackendReply, toolCalls: unknown) {
+/** What the turn adds to the owner's dashboard. */
+function turnActivity(prepared: PreparedChat, reply: ChatBackendReply, latencyMs: number) {
+  const { session, backend } = prepared;
+  return chatTurnActivity({
+    isNewSession: session.isNew,
+    // A visitor of the hosted page is one person across sessions; an integrator's session is all we know.
+    visitorKey: session.visitorId ? `v:${session.visitorId}` : `s:${session.id}`,
+    usage: reply.usage,
+    knowledgeBase: !backend.endpoint,
+    grounded: reply.grounded ?? false,
+    question: backend.message,
+    latencyMs,
+  });
+}
+
+async function record(deps: Pick<AppDeps, 'database' | 'webhookJobs'>, prepared: PreparedChat, reply: ChatBackendReply, toolCalls: unknown, latencyMs: number) {
   const { webhooksQueued } = await repo.recordExchange(deps.database.db, prepared.session, {
     message: prepared.backend.message,
     reply: reply.text,
     sources: reply.sources,
     usage: reply.usage,
     toolCalls,
+    activity: turnActivity(prepared, reply, latencyMs),
   });
   if (webhooksQueued > 0) deps.webhookJobs.notify();
 }
 
 /** The backend's kind as a metrics label: the connector type of an external endpoint, or the knowledge base. */
 const backendLabel = (prepared: PreparedChat) => (prepared.backend.endpoint ? (prepared.backend.endpoint.type ?? 'detected') : 'knowledge_base');
+
+/**
+ * A failed backend call counts in the interface's monitoring (its kind and how long it took). Counting must not
+ * replace the visitor's error with a database one, so its own failure is only logged.
+ */
+async function countFailure(ctx: Context, prepared: PreparedChat, error: unknown, latencyMs: number) {
+  const kind = error instanceof AppError && error.code.startsWith('UPSTREAM_') ? upstreamErrorKind(String(error.details)) : undefined;
+  if (!kind) return;
+  try {
+    await countActivity(ctx.deps.database.db, prepared.session.ownerId, prepared.session.chatInterfaceId, failedCallActivity(kind, latencyMs));
+  } catch (countError) {
+    ctx.deps.logger.warn('could not count a failed chat backend call', { requestId: ctx.requestId, error: String(countError) });
+  }
+}
 
 export async function* streamChat(ctx: Context, prepared: PreparedChat) {
   const started = performance.now();
@@ -180,9 +212,10 @@ export async function* streamChat(ctx: Context, prepared: PreparedChat) {
         continue;
       }
       observe('ok');
-      yield { type: 'complete' as const, success: true, ...(await finish(ctx, prepared, event.reply)) };
+      yield { type: 'complete' as const, success: true, ...(await finish(ctx, prepared, event.reply, performance.now() - started)) };
     }
   } catch (error) {
+    if (!observed) await countFailure(ctx, prepared, error, performance.now() - started);
     observe('error');
     throw error;
   }
@@ -195,18 +228,20 @@ export async function answerChat(ctx: Context, prepared: PreparedChat) {
     reply = await runChatBackend(ctx.deps, prepared.backend);
   } catch (error) {
     ctx.deps.metrics.observeUpstream({ type: backendLabel(prepared), outcome: 'error' }, (performance.now() - started) / 1000);
+    await countFailure(ctx, prepared, error, performance.now() - started);
     throw error;
   }
-  ctx.deps.metrics.observeUpstream({ type: backendLabel(prepared), outcome: 'ok' }, (performance.now() - started) / 1000);
-  return finish(ctx, prepared, reply);
+  const latencyMs = performance.now() - started;
+  ctx.deps.metrics.observeUpstream({ type: backendLabel(prepared), outcome: 'ok' }, latencyMs / 1000);
+  return finish(ctx, prepared, reply, latencyMs);
 }
 
 /** Stores the exchange and gives the response fields. */
-async function finish(ctx: Context, prepared: PreparedChat, upstreamReply: ChatBackendReply) {
+async function finish(ctx: Context, prepared: PreparedChat, upstreamReply: ChatBackendReply, latencyMs: number) {
   // The reply is the upstream's text: whatever it holds, it must be storable (NUL dropped, lone surrogates replaced).
   const reply = toStorable(upstreamReply);
   const tools = toStorable(toolsOf(prepared, reply));
-  await record(ctx.deps, prepared, reply, tools.toolCalls);
+  await record(ctx.deps, prepared, reply, tools.toolCalls, latencyMs);
   return {
     message: reply.text,
     sources: reply.sources,

@@ -156,18 +156,26 @@ async function answerWithTools(deps: AnswerDeps, config: KbConfigRow, messages: 
   }
 }
 
+/**
+ * Whether the answer had a good source: a passage that matched the words of the question. A passage found only by
+ * vector similarity is always there (some vector is nearest), so it does not count; the dashboard lists the
+ * questions without one as the knowledge base's gaps.
+ */
+const isGrounded = (passages: RetrievedPassage[]) => passages.some((p) => p.lexicalRank !== null);
+
 export async function answerQuery(deps: AnswerDeps, config: KbConfigRow, query: string, options: AnswerOptions = {}) {
   try {
     const { passages, embeddingTokens } = await retrieve(deps, config, query, config.retrieval_depth, { signal: options.signal });
     const sources = passages.map(toSource);
-    if (!config.llm) return { ...extractive(query, passages, embeddingTokens), sources };
+    const grounded = isGrounded(passages);
+    if (!config.llm) return { ...extractive(query, passages, embeddingTokens), sources, grounded };
     if (options.tools?.definitions.length) {
       const messages = promptMessages(config, query, passages, options.history ?? []);
-      return { ...(await answerWithTools(deps, config, messages, options.tools, options.signal)), sources };
+      return { ...(await answerWithTools(deps, config, messages, options.tools, options.signal)), sources, grounded };
     }
-    if (passages.length === 0) return { answer: NOT_FOUND_ANSWER, sources, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 } };
+    if (passages.length === 0) return { answer: NOT_FOUND_ANSWER, sources, grounded, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 } };
     const reply = await complete(deps, config, llmRequest(deps, config, promptMessages(config, query, passages, options.history ?? []), options.signal));
-    return { answer: reply.text, sources, usage: reply.usage };
+    return { answer: reply.text, sources, grounded, usage: reply.usage };
   } catch (error) {
     upstreamFailure(error, options);
   }
@@ -176,19 +184,20 @@ export async function answerQuery(deps: AnswerDeps, config: KbConfigRow, query: 
 export type AnswerEvent =
   | { type: 'sources'; sources: Source[] }
   | { type: 'delta'; text: string }
-  | { type: 'complete'; answer: string; sources: Source[]; usage: AiUsage; toolCalls?: ExecutedToolCall[] };
+  | { type: 'complete'; answer: string; sources: Source[]; usage: AiUsage; toolCalls?: ExecutedToolCall[]; grounded: boolean };
 
 /** The streaming form: sources first, then answer deltas (the provider's own stream when a model is set), then complete. */
 export async function* streamAnswer(deps: AnswerDeps, config: KbConfigRow, query: string, options: AnswerOptions = {}): AsyncGenerator<AnswerEvent> {
   try {
     const { passages, embeddingTokens } = await retrieve(deps, config, query, config.retrieval_depth, { signal: options.signal });
     const sources = passages.map(toSource);
+    const grounded = isGrounded(passages);
     yield { type: 'sources', sources };
     if (config.llm && options.tools?.definitions.length) {
       // Tool rounds are not streamed: the final text arrives as one delta once the tools have run.
       const result = await answerWithTools(deps, config, promptMessages(config, query, passages, options.history ?? []), options.tools, options.signal);
       yield { type: 'delta', text: result.answer };
-      yield { type: 'complete', answer: result.answer, sources, usage: result.usage, toolCalls: result.toolCalls };
+      yield { type: 'complete', answer: result.answer, sources, usage: result.usage, toolCalls: result.toolCalls, grounded };
       return;
     }
     if (!config.llm || passages.length === 0) {
@@ -197,14 +206,14 @@ export async function* streamAnswer(deps: AnswerDeps, config: KbConfigRow, query
         : extractive(query, passages, embeddingTokens);
       // Extractive answers are ready at once; they are still sent as deltas (paragraph by paragraph) for one client code path.
       for (const part of result.answer.split(/(?<=\n\n)/)) yield { type: 'delta', text: part };
-      yield { type: 'complete', answer: result.answer, sources, usage: result.usage };
+      yield { type: 'complete', answer: result.answer, sources, usage: result.usage, grounded };
       return;
     }
     if (config.llm.provider === 'messages') {
       // Messages-style models answer whole here: the reply arrives as one delta.
       const reply = await complete(deps, config, llmRequest(deps, config, promptMessages(config, query, passages, options.history ?? []), options.signal));
       yield { type: 'delta', text: reply.text };
-      yield { type: 'complete', answer: reply.text, sources, usage: reply.usage };
+      yield { type: 'complete', answer: reply.text, sources, usage: reply.usage, grounded };
       return;
     }
     for await (const event of streamChatCompletion(deps.http, {
@@ -212,7 +221,7 @@ export async function* streamAnswer(deps: AnswerDeps, config: KbConfigRow, query
       timeoutMs: 120_000,
     })) {
       if (event.type === 'delta') yield { type: 'delta', text: event.text };
-      else yield { type: 'complete', answer: event.text, sources, usage: event.usage };
+      else yield { type: 'complete', answer: event.text, sources, usage: event.usage, grounded };
     }
   } catch (error) {
     upstreamFailure(error, options);

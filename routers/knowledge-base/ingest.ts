@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { countActivity } from '../dashboard/repository.ts';
 import { RecursiveCharacterTextSplitter } from '@langchain/textsplitters';
 import type { AppDeps } from '../context.ts';
 import type { DocumentStage } from '../../db/types.ts';
@@ -61,7 +62,11 @@ const setStage = (deps: Pick<AppDeps, 'database'>, documentId: string, stage: Do
 export async function failDocument(deps: Pick<AppDeps, 'database' | 'webhookJobs'>, documentId: string, reason: string) {
   await withEvents(
     deps,
-    (trx) => failProcessingDocument(trx, documentId, reason.slice(0, 1000)),
+    async (trx) => {
+      const failed = await failProcessingDocument(trx, documentId, reason.slice(0, 1000));
+      if (failed) await countActivity(trx, failed.owner_id, null, { metrics: { document_failures: 1 } });
+      return failed;
+    },
     (failed) => (failed ? [webhookEvent(failed.owner_id, 'document.failed', toKbDocument(failed))] : []),
   );
 }

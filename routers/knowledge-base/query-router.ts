@@ -7,14 +7,29 @@ import * as repo from './repository.ts';
 import { ownedConfig } from './configs-router.ts';
 import { type AnswerEvent, answerQuery, streamAnswer } from './answer.ts';
 import { recordQueryUsage } from '../billing/repository.ts';
+import { countActivity } from '../dashboard/repository.ts';
+import { kbQueryActivity } from '../dashboard/activity.ts';
+import type { AiUsage } from '../../adapters/outbound/ai/core/response.ts';
 
 const tags = ['Knowledge base'];
 
+/** Meters a direct query (the plan's usage) and counts it in the owner's dashboard. */
+async function countQuery(db: Parameters<typeof recordQueryUsage>[0], ownerId: string, query: string, answer: { usage: AiUsage; grounded: boolean }) {
+  await recordQueryUsage(db, ownerId, answer.usage);
+  await countActivity(db, ownerId, null, kbQueryActivity(query, answer.grounded, answer.usage));
+}
+
 /** Counts a streamed answer once it is complete (a stream cut short answered nothing to count). */
-async function* meteredStream(db: Parameters<typeof recordQueryUsage>[0], ownerId: string, events: AsyncIterable<AnswerEvent>) {
+async function* meteredStream(db: Parameters<typeof recordQueryUsage>[0], ownerId: string, query: string, events: AsyncIterable<AnswerEvent>) {
   for await (const event of events) {
-    if (event.type === 'complete') await recordQueryUsage(db, ownerId, event.usage);
-    yield event;
+    if (event.type !== 'complete') {
+      yield event;
+      continue;
+    }
+    await countQuery(db, ownerId, query, event);
+    // Whether a source matched is the dashboard's business, not part of the documented event.
+    const { grounded: _counted, ...complete } = event;
+    yield complete;
   }
 }
 const kbQueryErrors = {
@@ -41,7 +56,7 @@ export const kbQueryRouter = router({
     .mutation(async ({ ctx, input }) => {
       const config = await ownedConfig(ctx.deps, ctx.owner.id, input.configId);
       const result = await answerQuery(ctx.deps, config, input.query, { signal: ctx.signal });
-      await recordQueryUsage(ctx.deps.database.db, ctx.owner.id, result.usage);
+      await countQuery(ctx.deps.database.db, ctx.owner.id, input.query, result);
       return result;
     }),
 
@@ -67,7 +82,7 @@ export const kbQueryRouter = router({
     .output(z.any().meta({ override: { type: 'string', description: 'text/event-stream' } }))
     .mutation(async ({ ctx, input }) => {
       const config = await ownedConfig(ctx.deps, ctx.owner.id, input.configId);
-      return meteredStream(ctx.deps.database.db, ctx.owner.id, streamAnswer(ctx.deps, config, input.query, { signal: ctx.signal }));
+      return meteredStream(ctx.deps.database.db, ctx.owner.id, input.query, streamAnswer(ctx.deps, config, input.query, { signal: ctx.signal }));
     }),
 
   collections: ownerProcedure

@@ -295,3 +295,13 @@ export const documentTotals = async (db: Db, ownerId: string) =>
     .select([sql<number>`count(*)::float8`.as('documents'), sql<number>`coalesce(sum(size_bytes), 0)::float8`.as('storageBytes')])
     .where('owner_id', '=', ownerId)
     .executeTakeFirst()) ?? { documents: 0, storageBytes: 0 };
+
+/** Documents by status now, of one owner or of one of their configurations (the dashboard). */
+export async function documentsByStatus(db: Db, ownerId: string, configId?: string) {
+  let query = db
+    .selectFrom('kb_documents')
+    .select(['status', sql<number>`count(*)::float8`.as('n'), sql<number | null>`extract(epoch from now() - min(created_at))::float8`.as('oldest_seconds')])
+    .where('owner_id', '=', ownerId);
+  if (configId) query = query.where('config_id', '=', configId);
+  return query.groupBy('status').execute();
+}

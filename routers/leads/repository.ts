@@ -3,14 +3,16 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { DB } from '../../db/types.ts';
 import { jsonb } from '../../db/json.ts';
 import { toIso } from '../../schema/common.ts';
+import { countActivity } from '../dashboard/repository.ts';
 
 type Db = Kysely<DB> | Transaction<DB>;
 
-export const insertLead = (
+/** Stores a lead and counts it in the owner's dashboard, in the caller's transaction. */
+export async function insertLead(
   db: Db,
   lead: { ownerId: string; chatInterfaceId: string; visitorId: string | null; sessionId: string | null; fields: Record<string, string> },
-) =>
-  db
+) {
+  const row = await db
     .insertInto('leads')
     .values({
       id: randomUUID(),
@@ -22,6 +24,9 @@ export const insertLead = (
     })
     .returningAll()
     .executeTakeFirstOrThrow();
+  await countActivity(db, lead.ownerId, lead.chatInterfaceId, { metrics: { leads: 1 } });
+  return row;
+}
 
 /** The owner's leads, newest first, one more than `limit` (to tell whether a next page exists). */
 export function listLeads(db: Db, ownerId: string, page: { limit: number; chatInterfaceId?: string; after?: { createdAt: string; id: string } }) {

@@ -80,6 +80,7 @@ export const supportRouter = router({
       // A bot that filled the hidden field is told what a person is told, and nothing is stored or sent.
       if (input.website) {
         ctx.deps.logger.info('support contact honeypot hit', { requestId: ctx.requestId });
+        ctx.deps.securityEvents.record('honeypot_hit', { ip: ctx.clientIp, detail: { emailDomain: input.email.split('@').at(-1)!.toLowerCase() } });
         return { ticket: { reference: newReference(), status: 'open' as const } };
       }
       const db = ctx.deps.database.db;

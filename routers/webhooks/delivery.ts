@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import { countWebhookAttempt } from '../dashboard/repository.ts';
 import type { Kysely } from 'kysely';
 import type { DB, WebhookAttempt, WebhookDeliveryRow } from '../../db/types.ts';
 import type { GuardedHttpClient } from '../../adapters/outbound/http/guarded-client.ts';
@@ -128,6 +129,7 @@ async function record(
       attempt: result.attempt,
     });
     const endpoint = await repo.recordEndpointOutcome(trx, delivery.webhook_id, result.succeeded, at);
+    await countWebhookAttempt(trx, delivery.webhook_id, result.succeeded);
     if (!endpoint?.enabled) return saved;
     let reason: 'gone' | 'failing' | undefined;
     if (result.attempt.httpStatus === 410) reason = 'gone';

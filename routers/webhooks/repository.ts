@@ -269,3 +269,13 @@ export async function deliveryBacklog(db: Db) {
     from webhook_deliveries where status = 'pending'`.execute(db);
   return rows[0] ?? { pending: 0, oldest_seconds: null };
 }
+
+/** One owner's deliveries not delivered yet: waiting for a first attempt or for a retry (monitoring). */
+export async function ownerDeliveryBacklog(db: Db, ownerId: string) {
+  const { rows } = await sql<{ pending: number; oldest_seconds: number | null }>`
+    select count(*)::int as pending, extract(epoch from now() - min(d.created_at))::float8 as oldest_seconds
+    from webhook_deliveries d join webhooks w on w.id = d.webhook_id
+    where w.owner_id = ${ownerId}::uuid
+      and (d.status = 'pending' or (d.status = 'failed' and d.next_attempt_at is not null))`.execute(db);
+  return rows[0] ?? { pending: 0, oldest_seconds: null };
+}

@@ -937,7 +937,7 @@ async function main() {
         ],
         ['findInterfaceBySlug (1 select)', () => chatRepo.findInterfaceBySlug(db, openai.iface.slug)],
         [
-          'recordExchange, new session (the turn: session, 2 messages, outbox probe; 1 statement)',
+          'recordExchange, new session (the turn: session, 2 messages, rollups, outbox probe; 1 statement)',
           () =>
             chatRepo.recordExchange(
               db,
@@ -948,6 +948,7 @@ async function main() {
                 sources: [],
                 usage: { promptTokens: 20, completionTokens: 20, totalTokens: 40 },
                 toolCalls: [],
+                activity: { metrics: { conversations: 1, messages: 1, replies: 1, upstream_calls: 1, latency_b3: 1 }, visitor: 's:bench' },
               },
             ),
         ],

@@ -24,13 +24,15 @@ function tripwire(name: string, touched: string[]) {
 
 function makeDeps() {
   const touched: string[] = [];
+  const recorded: string[] = [];
   const deps = {
     config: loadConfig({}),
     database: { db: tripwire('db', touched) },
     sessions: tripwire('sessions', touched),
     apiKeyCache: createApiKeyCache({ ttlMs: 0, maxEntries: 0 }),
+    securityEvents: { record: (kind: string) => recorded.push(kind) },
   } as unknown as AppDeps;
-  return { deps, touched };
+  return { deps, touched, recorded };
 }
 
 const badChecksumKey = (() => {
@@ -52,9 +54,10 @@ describe('resolveCaller without touching storage', () => {
     expect(parseApiKey(fixed)).toBe(false);
     expect(parseApiKey(badChecksumKey)).toBe(false);
     for (const token of [fixed, badChecksumKey, 'svc_short', 'svc_' + 'A'.repeat(39)]) {
-      const { deps, touched } = makeDeps();
+      const { deps, touched, recorded } = makeDeps();
       expect(await resolveCaller(deps, `Bearer ${token}`)).toEqual({ kind: 'anonymous', reason: 'invalid' });
       expect(touched).toEqual([]);
+      expect(recorded).toEqual(['api_key_invalid']);
     }
   });
 

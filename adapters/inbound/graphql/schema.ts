@@ -4,6 +4,7 @@ import type { AnyRouter } from '@trpc/server';
 import type { Context } from '../../../routers/context.ts';
 import type { AppRouter } from '../../../routers/app-router.ts';
 import { toClientError } from '../client-error.ts';
+import { addReportingFields } from './reporting.ts';
 
 type Caller = ReturnType<AppRouter['createCaller']>;
 type Owner = Awaited<ReturnType<Caller['auth']['me']>>['owner'];
@@ -278,6 +279,7 @@ export function buildGraphqlSchema(router: AnyRouter) {
       }),
     }),
   });
+  addReportingFields(builder, call);
 
   return builder.toSchema();
 }

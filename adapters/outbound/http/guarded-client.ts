@@ -55,6 +55,8 @@ export interface GuardedClientOptions {
   userAgent?: string;
   /** PEM certificates trusted besides the system's roots (OUTBOUND_CA_FILE: a private ACME CA, say). */
   extraCa?: string;
+  /** Told of every address refusal, with the host only (security monitoring); must not throw. */
+  onBlocked?: (refusal: { host: string }) => void;
 }
 
 export interface GuardedRequest {
@@ -155,6 +157,10 @@ export function createGuardedHttpClient(options: GuardedClientOptions): GuardedH
   const trustedRoots = options.extraCa ? [...tls.rootCertificates, options.extraCa] : undefined;
   const agents = new AgentPool(MAX_POOLED_TARGETS, trustedRoots);
 
+  const blocked = (host: string, message: string) => {
+    options.onBlocked?.({ host });
+    return new OutboundError('blocked_address', message);
+  };
   const systemAddresses = async (hostname: string) => (await dnsLookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
 
   async function resolveTarget(url: URL, resolveAddresses: (hostname: string) => Promise<string[]> = systemAddresses): Promise<Target> {
@@ -166,7 +172,7 @@ export function createGuardedHttpClient(options: GuardedClientOptions): GuardedH
     const literal = parseIpLiteral(hostname);
     if (literal !== null) {
       if (!exempt && !isPublicAddress(literal)) {
-        throw new OutboundError('blocked_address', `${describeOrigin(url)} is not a public address`);
+        throw blocked(hostname, `${describeOrigin(url)} is not a public address`);
       }
       return { connectHost: literal, address: literal, family: literal.includes(':') ? 6 : 4, servername: undefined, exempt };
     }
@@ -185,7 +191,7 @@ export function createGuardedHttpClient(options: GuardedClientOptions): GuardedH
     for (const answer of answers) {
       const ip = parseIpLiteral(answer);
       if (ip === null || (!exempt && !isPublicAddress(ip))) {
-        throw new OutboundError('blocked_address', `host ${hostname} resolves to a non-public address`);
+        throw blocked(hostname, `host ${hostname} resolves to a non-public address`);
       }
     }
     return {

@@ -21,6 +21,15 @@ export function withFallback(primary: RateLimiter, fallback: RateLimiter, logger
       }
     },
     health: () => primary.health(),
+    // What this instance counted while Redis was away is better than no answer; the snapshot names the store.
+    async busiest(options) {
+      try {
+        return await primary.busiest(options);
+      } catch (error) {
+        logger.warn('rate limiter: shared store unavailable, showing the counts of this instance', { reason: (error as Error).message });
+        return fallback.busiest(options);
+      }
+    },
     async close() {
       await Promise.all([primary.close(), fallback.close()]);
     },

@@ -253,3 +253,92 @@ describe('memory rate limiter', () => {
     expect((await rl.hit('k', 2, WINDOW)).allowed).toBe(true);
   });
 });
+
+describe('memory rate limiter: busiest', () => {
+  const everyKey = (limit: number) => () => limit;
+
+  it('ranks keys by count/limit with exact counts and the oldest request in the window', async () => {
+    const c = clock();
+    const rl = make(c.now);
+    for (let i = 0; i < 3; i++) await rl.hit('a', 4, WINDOW); // 3/4
+    c.set(5_000);
+    for (let i = 0; i < 2; i++) await rl.hit('b', 2, WINDOW); // 2/2, oldest at 5 s
+    await rl.hit('c', 10, WINDOW); // 1/10
+    const limits: Record<string, number> = { a: 4, b: 2, c: 10 };
+    const snapshot = await rl.busiest({ windowMs: WINDOW, maxKeys: 100, top: 10, limitOf: (k) => limits[k] });
+    expect(snapshot).toEqual({
+      store: 'memory',
+      entries: [
+        { key: 'b', count: 2, limit: 2, oldestMs: T0 + 5_000 },
+        { key: 'a', count: 3, limit: 4, oldestMs: T0 },
+        { key: 'c', count: 1, limit: 10, oldestMs: T0 + 5_000 },
+      ],
+      scanned: 3,
+      truncated: false,
+    });
+    expect((await rl.busiest({ windowMs: WINDOW, maxKeys: 100, top: 1, limitOf: (k) => limits[k] })).entries.map((e) => e.key)).toEqual(['b']);
+  });
+
+  it('breaks ratio ties by count, then by key', async () => {
+    const rl = make(clock().now);
+    await rl.hit('z', 2, WINDOW);
+    await rl.hit('y', 2, WINDOW);
+    for (let i = 0; i < 2; i++) await rl.hit('x', 4, WINDOW);
+    const limits: Record<string, number> = { x: 4, y: 2, z: 2 };
+    const { entries } = await rl.busiest({ windowMs: WINDOW, maxKeys: 100, top: 10, limitOf: (k) => limits[k] });
+    expect(entries.map((e) => e.key)).toEqual(['x', 'y', 'z']);
+  });
+
+  it('leaves out expired requests, keys limitOf does not know and keys outside keyPrefix', async () => {
+    const c = clock();
+    const rl = make(c.now);
+    await rl.hit('p:old', 5, WINDOW);
+    c.set(30_000);
+    await rl.hit('p:old', 5, WINDOW);
+    await rl.hit('p:unknown', 5, WINDOW);
+    await rl.hit('q:other', 5, WINDOW);
+    c.set(WINDOW); // the hit at 0 has just expired: (now - window, now]
+    const snapshot = await rl.busiest({ windowMs: WINDOW, maxKeys: 100, top: 10, keyPrefix: 'p:', limitOf: (k) => (k === 'p:unknown' ? undefined : 5) });
+    expect(snapshot.entries).toEqual([{ key: 'p:old', count: 1, limit: 5, oldestMs: T0 + 30_000 }]);
+    expect(snapshot.scanned).toBe(3);
+    c.set(WINDOW + 30_000);
+    expect((await rl.busiest({ windowMs: WINDOW, maxKeys: 100, top: 10, limitOf: everyKey(5) })).entries).toEqual([]);
+  });
+
+  it('reads at most maxKeys keys and says so', async () => {
+    const rl = make(clock().now);
+    for (let k = 0; k < 5; k++) await rl.hit(`k${k}`, 5, WINDOW);
+    const cut = await rl.busiest({ windowMs: WINDOW, maxKeys: 3, top: 10, limitOf: everyKey(5) });
+    expect(cut).toMatchObject({ scanned: 3, truncated: true });
+    expect(cut.entries).toHaveLength(3);
+    expect(await rl.busiest({ windowMs: WINDOW, maxKeys: 5, top: 10, limitOf: everyKey(5) })).toMatchObject({ scanned: 5, truncated: false });
+  });
+
+  it('counts nothing by looking', async () => {
+    const c = clock();
+    const rl = make(c.now);
+    await rl.hit('k', 2, WINDOW);
+    c.set(WINDOW - 1);
+    for (let i = 0; i < 3; i++) await rl.busiest({ windowMs: WINDOW, maxKeys: 10, top: 10, limitOf: everyKey(2) });
+    expect(await rl.hit('k', 2, WINDOW)).toMatchObject({ allowed: true, remaining: 0 });
+  });
+
+  it('stays quick over 100,000 keys', async () => {
+    const rl = make(clock().now);
+    for (let k = 0; k < 100_000; k++) await rl.hit(`key${k}`, 10, WINDOW);
+    const started = performance.now();
+    const snapshot = await rl.busiest({ windowMs: WINDOW, maxKeys: 10_000, top: 20, limitOf: everyKey(10) });
+    expect(performance.now() - started).toBeLessThan(500);
+    expect(snapshot).toMatchObject({ scanned: 10_000, truncated: true });
+    expect(snapshot.entries).toHaveLength(20);
+  });
+
+  it('rejects invalid arguments and answers nothing once closed', async () => {
+    const rl = make(Date.now);
+    await expect(rl.busiest({ windowMs: 0, maxKeys: 1, top: 1, limitOf: everyKey(1) })).rejects.toThrow(RangeError);
+    await expect(rl.busiest({ windowMs: WINDOW, maxKeys: 0, top: 1, limitOf: everyKey(1) })).rejects.toThrow(RangeError);
+    await expect(rl.busiest({ windowMs: WINDOW, maxKeys: 1, top: 0, limitOf: everyKey(1) })).rejects.toThrow(RangeError);
+    await rl.close();
+    await expect(rl.busiest({ windowMs: WINDOW, maxKeys: 1, top: 1, limitOf: everyKey(1) })).rejects.toThrow(/closed/);
+  });
+});

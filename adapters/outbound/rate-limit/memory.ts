@@ -11,7 +11,17 @@
  * Expired timestamps are dropped from the head on each hit (found by binary
  * search), which keeps a hit at O(log limit) plus amortised O(1) growth.
  */
-import { assertHitArgs, makeDecision, type RateLimitDecision, type RateLimiter } from './rate-limiter.ts';
+import {
+  assertBusiestArgs,
+  assertHitArgs,
+  type BusiestOptions,
+  byUsage,
+  makeDecision,
+  type RateLimitDecision,
+  type RateLimiter,
+  type UsageEntry,
+  type UsageSnapshot,
+} from './rate-limiter.ts';
 
 /** Above this limit the ring starts small and doubles, so a huge limit does not cost limit * 8 bytes up front. */
 const EAGER_CAPACITY_MAX = 1024;
@@ -122,6 +132,29 @@ export class MemoryRateLimiter implements RateLimiter {
       log.size++;
     }
     return makeDecision(allowed, limit, log.size, at(log, 0), windowMs, now);
+  }
+
+  /**
+   * Reads without pruning, so a look changes no later decision. Synchronous on purpose (the map cannot change
+   * under the loop); `maxKeys` bounds it to a binary search per key.
+   */
+  async busiest(options: BusiestOptions): Promise<UsageSnapshot> {
+    if (this.closed) throw new Error('rate limiter is closed');
+    assertBusiestArgs(options);
+    const cutoff = this.now() - options.windowMs;
+    const entries: UsageEntry[] = [];
+    let scanned = 0;
+    for (const [key, log] of this.logs) {
+      if (scanned === options.maxKeys) return { store: 'memory', entries: entries.sort(byUsage).slice(0, options.top), scanned, truncated: true };
+      scanned++;
+      if (options.keyPrefix !== undefined && !key.startsWith(options.keyPrefix)) continue;
+      const first = firstAfter(log, cutoff);
+      if (first === log.size) continue;
+      const limit = options.limitOf(key);
+      if (limit === undefined) continue;
+      entries.push({ key, count: log.size - first, limit, oldestMs: at(log, first) });
+    }
+    return { store: 'memory', entries: entries.sort(byUsage).slice(0, options.top), scanned, truncated: false };
   }
 
   /** Drops keys with no timestamp left inside their window, so memory tracks active keys only. */

@@ -8,11 +8,30 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Redis, type Result } from 'ioredis';
-import { assertHitArgs, makeDecision, type RateLimitDecision, type RateLimiter } from './rate-limiter.ts';
+import {
+  assertBusiestArgs,
+  assertHitArgs,
+  type BusiestOptions,
+  byUsage,
+  makeDecision,
+  type RateLimitDecision,
+  type RateLimiter,
+  type UsageEntry,
+  type UsageSnapshot,
+} from './rate-limiter.ts';
 
 /** Upper bound on how long a hit may wait for Redis before rejecting (covers queued, unsent commands too). */
 const COMMAND_TIMEOUT_MS = 2_000;
 const CONNECT_TIMEOUT_MS = 2_000;
+/** SCAN's COUNT: about how many slots Redis examines per call, so no single call holds it for long. */
+const SCAN_COUNT = 500;
+/** Redis may hold other data than ours: SCAN examines at most this many slots per key wanted, then stops (truncated). */
+const SCAN_SLOTS_PER_KEY = 10;
+/** Keys per pipeline (two commands each), so one round trip's reply stays small. */
+const PIPELINE_KEYS = 500;
+
+/** A literal for a SCAN MATCH pattern: the prefix is configuration and may hold glob characters. */
+const escapeGlob = (text: string) => text.replace(/[*?[\]\\]/g, '\\$&');
 
 /**
  * KEYS[1] = sorted set; ARGV = limit, window in microseconds, window in ms
@@ -102,6 +121,63 @@ class RedisRateLimiter implements RateLimiter {
       `${this.instanceId}:${this.seq}`,
     );
     return makeDecision(allowed === 1, limit, count, oldestUs / 1000, windowMs, nowUs / 1000);
+  }
+
+  /**
+   * SCAN (bounded in calls and keys) over this store's prefix, then per key, in pipelines, the requests in the window
+   * and the oldest of them. The window is measured on the Redis clock, as hits are.
+   */
+  async busiest(options: BusiestOptions): Promise<UsageSnapshot> {
+    assertBusiestArgs(options);
+    const pattern = `${escapeGlob(this.keyPrefix + (options.keyPrefix ?? ''))}*`;
+    const maxCalls = Math.ceil((options.maxKeys * SCAN_SLOTS_PER_KEY) / SCAN_COUNT);
+    // SCAN may return a key twice; a set keeps each once.
+    const keys = new Set<string>();
+    let cursor = '0';
+    let calls = 0;
+    let dropped = false;
+    do {
+      const [next, batch] = await this.redis.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT);
+      cursor = next;
+      calls++;
+      for (const stored of batch) {
+        const key = stored.slice(this.keyPrefix.length);
+        if (keys.has(key)) continue;
+        if (keys.size === options.maxKeys) {
+          dropped = true;
+          break;
+        }
+        keys.add(key);
+      }
+    } while (cursor !== '0' && keys.size < options.maxKeys && calls < maxCalls);
+
+    const candidates: Array<{ key: string; limit: number }> = [];
+    for (const key of keys) {
+      const limit = options.limitOf(key);
+      if (limit !== undefined) candidates.push({ key, limit });
+    }
+    const entries: UsageEntry[] = [];
+    if (candidates.length > 0) {
+      const [seconds, micros] = await this.redis.time();
+      const after = `(${Number(seconds) * 1_000_000 + Number(micros) - Math.round(options.windowMs * 1000)}`;
+      for (let i = 0; i < candidates.length; i += PIPELINE_KEYS) {
+        const chunk = candidates.slice(i, i + PIPELINE_KEYS);
+        const pipeline = this.redis.pipeline();
+        for (const { key } of chunk) {
+          pipeline.zcount(this.keyPrefix + key, after, '+inf');
+          pipeline.zrangebyscore(this.keyPrefix + key, after, '+inf', 'WITHSCORES', 'LIMIT', 0, 1);
+        }
+        const replies = (await pipeline.exec()) ?? [];
+        chunk.forEach(({ key, limit }, j) => {
+          const [countError, count] = replies[2 * j] ?? [];
+          const [oldestError, oldest] = replies[2 * j + 1] ?? [];
+          // A key of another type under our prefix answers WRONGTYPE; a key that expired between the two answers has no oldest.
+          if (countError || oldestError || typeof count !== 'number' || count === 0 || !Array.isArray(oldest) || oldest.length < 2) return;
+          entries.push({ key, count, limit, oldestMs: Number(oldest[1]) / 1000 });
+        });
+      }
+    }
+    return { store: 'redis', entries: entries.sort(byUsage).slice(0, options.top), scanned: keys.size, truncated: cursor !== '0' || dropped };
   }
 
   async close(): Promise<void> {
