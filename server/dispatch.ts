@@ -52,7 +52,7 @@ export function createContext(deps: AppDeps, req: IncomingMessage, requestId: st
     response: {},
     acceptsEventStream: /\btext\/event-stream\b/i.test(String(req.headers.accept ?? '')),
     signal,
-    getCaller: () => (caller ??= resolveCaller(deps, authorization)),
+    getCaller: () => (caller ??= resolveCaller(deps, authorization, clientIp)),
   };
 }
 

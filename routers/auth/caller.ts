@@ -16,11 +16,12 @@ const keyHint = (token: string) => token.slice(0, 8);
  * A well-formed key that is not active: revoked when its row is still there (deactivated), unknown otherwise (made
  * up, or deleted: its row is gone). One indexed lookup, on the refusal path only.
  */
-async function noteRefusedKey(deps: Pick<AppDeps, 'database' | 'securityEvents'>, token: string, keyHash: string) {
+async function noteRefusedKey(deps: Pick<AppDeps, 'database' | 'securityEvents'>, token: string, keyHash: string, ip: string | undefined) {
   const known = await findKeyOwnerByHash(deps.database.db, keyHash).catch(() => undefined);
   deps.securityEvents.record(known ? 'api_key_revoked' : 'api_key_invalid', {
     ownerId: known?.owner_id,
     chatInterfaceId: known?.chat_interface_id,
+    ip,
     detail: { key: keyHint(token) },
   });
 }
@@ -32,6 +33,7 @@ async function noteRefusedKey(deps: Pick<AppDeps, 'database' | 'securityEvents'>
 export async function resolveCaller(
   deps: Pick<AppDeps, 'apiKeyCache' | 'config' | 'database' | 'sessions' | 'http' | 'logger' | 'secrets' | 'securityEvents'>,
   authorization: string | undefined,
+  clientIp?: string,
 ): Promise<Caller> {
   if (!authorization) return { kind: 'anonymous', reason: 'missing' };
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
@@ -41,13 +43,13 @@ export async function resolveCaller(
   if (token.startsWith('svc_')) {
     // A bad checksum is refused here, without a database lookup.
     if (!parseApiKey(token)) {
-      deps.securityEvents.record('api_key_invalid', { detail: { key: keyHint(token), malformed: true } });
+      deps.securityEvents.record('api_key_invalid', { ip: clientIp, detail: { key: keyHint(token), malformed: true } });
       return { kind: 'anonymous', reason: 'invalid' };
     }
     const keyHash = sha256Hex(token);
     const key = await deps.apiKeyCache.lookup(keyHash, () => findActiveKeyByHash(deps.database.db, keyHash));
     if (!key) {
-      await noteRefusedKey(deps, token, keyHash);
+      await noteRefusedKey(deps, token, keyHash, clientIp);
       return { kind: 'anonymous', reason: 'invalid' };
     }
     const touchedAt = await touchKeyLastUsed(deps.database.db, key.id, key.last_used_at);

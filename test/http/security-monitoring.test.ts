@@ -78,6 +78,7 @@ describe('each hook records its event', () => {
     expect(events.map((e) => e.detail.key).sort()).toEqual([madeUp.slice(0, 8), malformed.slice(0, 8)].sort());
     expect(events.find((e) => e.detail.malformed === true)?.detail.key).toBe('svc_QQQQ');
     expect(events.every((e) => e.ownerId === null && e.chatInterfaceId === null)).toBe(true);
+    expect(events.every((e) => typeof e.ip === 'string' && e.ip.length > 0)).toBe(true);
     expect(JSON.stringify(events)).not.toContain(madeUp);
   });
 
@@ -87,7 +88,7 @@ describe('each hook records its event', () => {
     expect((await app.request('GET', '/api/v1/chat-messages/history?sessionId=x', { token: key })).status).toBe(401);
     const { events } = await latest('api_key_revoked');
     expect(events).toHaveLength(1);
-    expect(events[0]).toMatchObject({ ownerId: owner.ownerId, chatInterfaceId: interfaceId, detail: { key: key.slice(0, 8) } });
+    expect(events[0]).toMatchObject({ ownerId: owner.ownerId, chatInterfaceId: interfaceId, ip: expect.any(String), detail: { key: key.slice(0, 8) } });
     expect(JSON.stringify(events)).not.toContain(key);
   });
 
