@@ -72,7 +72,9 @@ async function watchedPage(): Promise<Watched> {
 describe.runIf(runnable)('browser pages', () => {
   it('the API reference renders under its policy and "try it" calls the API', async () => {
     const w = await watchedPage();
-    const response = await w.page.goto(`${app.url}/api/v1/docs`);
+    // A deep link (tag/operationId): past 100 operations Swagger UI renders only the rows in view, and the link
+    // scrolls the list to the operation and opens it.
+    const response = await w.page.goto(`${app.url}/api/v1/docs#/Health/health-hosting`);
     expect(response?.status()).toBe(200);
     const csp = response?.headers()['content-security-policy'] ?? '';
     expect(csp).toContain("default-src 'none'");
@@ -80,11 +82,9 @@ describe.runIf(runnable)('browser pages', () => {
     expect(csp).not.toContain('unsafe');
     expect(response?.headers()['x-frame-options']).toBe('DENY');
 
-    await w.page.locator('.opblock-summary-path[data-path="/api/v1/api-keys"]').first().waitFor({ state: 'visible' });
-    await w.page.screenshot({ path: join(OUTPUT, 'api-reference.png') });
-
     const operation = w.page.locator('.opblock-get').filter({ has: w.page.locator('.opblock-summary-path[data-path="/api/v1/health/hosting"]') });
-    await operation.locator('.opblock-summary').click();
+    await operation.locator('button.try-out__btn').waitFor({ state: 'visible' });
+    await w.page.screenshot({ path: join(OUTPUT, 'api-reference.png') });
     await operation.locator('button.try-out__btn').click();
     await operation.locator('button.execute').click();
     const result = operation.locator('.live-responses-table tbody .response-col_status');
