@@ -254,3 +254,27 @@ describe('countTokens', () => {
     expect(countTokens('<|endoftext|>')).toBeGreaterThan(1);
   });
 });
+
+describe('tokenize, ASCII fast path', () => {
+  // The general rules as regular expressions (what the one-pass ASCII scan must reproduce exactly).
+  const reference = (text: string) =>
+    text
+      .toLowerCase()
+      .replace(/(?<=\p{Nd})[.,](?=\p{Nd})/gu, '')
+      .split(/[^\p{L}\p{M}\p{N}]+/u)
+      .filter((t) => t.length >= 2 && t.length <= 64);
+
+  it('gives the tokens of the general rules on any ASCII text', async () => {
+    const fc = (await import('fast-check')).default;
+    const alphabet = fc.constantFrom(...'aZ09 .,-_\n\t:;!?()[]/\\\'"@#%&*+=<>|~`$^'.split(''), 'x', 'Q', '5', '.', ',');
+    fc.assert(
+      fc.property(fc.array(alphabet, { maxLength: 80 }), (chars) => {
+        const text = chars.join('');
+        expect(tokenize(text)).toEqual(reference(text));
+      }),
+      { numRuns: 2_000 },
+    );
+    expect(tokenize('Costs 1,000.50 USD, v2.0; Ab.Cd 3. 4')).toEqual(['costs', '100050', 'usd', 'v20', 'ab', 'cd']);
+    expect(tokenize(`${'a'.repeat(65)} ok`)).toEqual(['ok']);
+  });
+});

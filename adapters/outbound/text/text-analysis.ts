@@ -64,6 +64,8 @@ const TOKEN_SEPARATOR = /[^\p{L}\p{M}\p{N}]+/u;
 const CJK_CHAR = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\u30fc]/u;
 const CJK_RUNS = /([\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\u30fc]+)|([^\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\u30fc]+)/gu;
 const ASCII_WORD = /^[a-z]+$/;
+// The digit-group rule restricted to ASCII: Unicode property classes cost several times more per character.
+const ASCII_DIGIT_GROUP_SEPARATOR = /(?<=[0-9])[.,](?=[0-9])/g;
 
 /** Step 1-2 of the pipeline: the normalised, lowercased form of `text`. */
 export function normalizeText(text: string): string {
@@ -76,7 +78,7 @@ export function normalizeText(text: string): string {
       .replace(FOLDABLE, (c) => FOLDINGS[c] ?? c);
     if (NON_ASCII.test(s)) s = s.normalize('NFC');
   } else {
-    s = text.toLowerCase();
+    return text.toLowerCase().replace(ASCII_DIGIT_GROUP_SEPARATOR, '');
   }
   return s.replace(DIGIT_GROUP_SEPARATOR, '');
 }
@@ -88,12 +90,50 @@ export function normalizeText(text: string): string {
  */
 export function tokenize(text: string): string[] {
   const out: string[] = [];
-  for (const raw of normalizeText(text).split(TOKEN_SEPARATOR)) {
+  if (!NON_ASCII.test(text)) {
+    tokenizeAscii(text.toLowerCase(), out);
+    return out;
+  }
+  const normalized = normalizeText(text);
+  if (!NON_ASCII.test(normalized)) {
+    tokenizeAscii(normalized, out);
+    return out;
+  }
+  for (const raw of normalized.split(TOKEN_SEPARATOR)) {
     if (raw === '') continue;
     if (CJK_CHAR.test(raw)) pushMixedCjk(raw, out);
     else pushToken(raw, out);
   }
   return out;
+}
+
+const isAsciiDigit = (code: number) => code >= 48 && code <= 57;
+const isAsciiWordChar = (code: number) => (code >= 97 && code <= 122) || isAsciiDigit(code);
+
+/**
+ * The ASCII case of steps 2-4 in one pass over lowercased text: runs of [a-z0-9] are tokens, and a `.` or `,`
+ * between two digits is dropped (a digit group separator), as DIGIT_GROUP_SEPARATOR and TOKEN_SEPARATOR do.
+ */
+function tokenizeAscii(lower: string, out: string[]): void {
+  let token = '';
+  let start = -1;
+  for (let i = 0; i <= lower.length; i++) {
+    const code = i < lower.length ? lower.charCodeAt(i) : -1;
+    if (isAsciiWordChar(code)) {
+      if (start < 0) start = i;
+      continue;
+    }
+    if ((code === 46 || code === 44) && start >= 0 && isAsciiDigit(lower.charCodeAt(i - 1)) && isAsciiDigit(lower.charCodeAt(i + 1))) {
+      token += lower.slice(start, i);
+      start = i + 1;
+      continue;
+    }
+    if (start >= 0) {
+      pushToken(token + lower.slice(start, i), out);
+      token = '';
+      start = -1;
+    }
+  }
 }
 
 function pushToken(token: string, out: string[]): void {
@@ -121,12 +161,35 @@ function pushMixedCjk(raw: string, out: string[]): void {
 export function analyze(text: string, language: AnalyzerLanguage = DEFAULT_ANALYZER_LANGUAGE): string[] {
   const stopWords = language === 'other' ? undefined : STOP_WORDS[language];
   const stem = STEMMERS[language];
+  const stems = stem === undefined ? undefined : stemCacheOf(language);
   const out: string[] = [];
   for (const token of tokenize(text)) {
     if (stopWords?.has(token)) continue;
-    out.push(stem !== undefined && ASCII_WORD.test(token) ? stem(token) : token);
+    if (stem === undefined || stems === undefined || !ASCII_WORD.test(token)) {
+      out.push(token);
+      continue;
+    }
+    let stemmed = stems.get(token);
+    if (stemmed === undefined) {
+      stemmed = stem(token);
+      if (stems.size >= STEM_CACHE_ENTRIES) stems.clear();
+      stems.set(token, stemmed);
+    }
+    out.push(stemmed);
   }
   return out;
+}
+
+/**
+ * Stems per language, remembered: a stemmer is a pure function and a vocabulary repeats, so answering builds
+ * (which analyse every sentence of fifty passages) mostly look words up. Bounded: emptied when full.
+ */
+const STEM_CACHE_ENTRIES = 50_000;
+const stemCaches = new Map<AnalyzerLanguage, Map<string, string>>();
+function stemCacheOf(language: AnalyzerLanguage) {
+  let cache = stemCaches.get(language);
+  if (!cache) stemCaches.set(language, (cache = new Map()));
+  return cache;
 }
 
 /** Term → number of occurrences, in order of first occurrence. */
