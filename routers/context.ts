@@ -10,6 +10,7 @@ import type { Caller } from './auth/principal.ts';
 import type { BlobStore } from '../adapters/outbound/blobs/blob-store.ts';
 import type { JobQueue } from './jobs/queue.ts';
 import type { VectorSearchMode } from './knowledge-base/vectors.ts';
+import type { LexicalIndexes } from './knowledge-base/lexical-index.ts';
 import type { ApiKeyCache } from './api-keys/key-cache.ts';
 import type { DocumentPool } from '../adapters/outbound/workers/document-pool.ts';
 import type { Stripe } from '../adapters/outbound/billing/stripe-client.ts';
@@ -35,6 +36,8 @@ export interface AppDeps {
   /** The same jobs table, claimed by the webhook delivery workers (their own concurrency). */
   webhookJobs: JobQueue;
   vectorSearch: VectorSearchMode;
+  /** In-memory BM25 indexes of knowledge bases, per instance, each for one content version. */
+  lexicalIndexes: LexicalIndexes;
   apiKeyCache: ApiKeyCache;
   /** Worker threads for document parsing and local embedding (CPU work kept off the request thread). */
   documentPool: DocumentPool;

@@ -69,6 +69,8 @@ export const configSchema = z.object({
   QUERY_CACHE_LIMIT_BYTES: positiveInt(256 * 1024),
   /** 'auto' uses pgvector when the database has it; 'exact' always scores stored vectors in the service. */
   VECTOR_SEARCH: z.enum(['auto', 'exact']).default('auto'),
+  /** Postings held in memory for BM25 across all knowledge bases of an instance (least recently used go first); 0 scores in SQL. */
+  LEXICAL_INDEX_MAX_POSTINGS: z.coerce.number().int().min(0).max(100_000_000).default(4_000_000),
   /** Background workers (document processing, re-embedding) per instance; 0 runs none (API-only instance). */
   JOB_CONCURRENCY: z.coerce.number().int().min(0).max(32).default(2),
   /** Concurrent webhook deliveries per instance (their own workers, so a slow receiver never holds up documents); 0 runs none. */

@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import { createLexicalIndexes } from '../routers/knowledge-base/lexical-index.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../schema/config.ts';
@@ -108,6 +109,7 @@ export async function startApp(config: Config, options: { database?: Database; l
     jobs: createJobQueue({ db: database.db, logger }),
     webhookJobs: createJobQueue({ db: database.db, logger }),
     vectorSearch: await detectVectorSearch(database.db, config.VECTOR_SEARCH),
+    lexicalIndexes: createLexicalIndexes({ maxPostings: config.LEXICAL_INDEX_MAX_POSTINGS, logger }),
     apiKeyCache: createApiKeyCache({ ttlMs: config.API_KEY_CACHE_TTL_MS, maxEntries: API_KEY_CACHE_MAX_ENTRIES }),
     documentPool: createDocumentPool({ size: config.PARSER_WORKERS, deadlineMs: config.PARSER_DEADLINE_MS, memoryMb: config.PARSER_MEMORY_MB }),
     stripe: config.STRIPE_SECRET_KEY

@@ -3,7 +3,7 @@ import { analyze, type AnalyzerLanguage } from '../../adapters/outbound/text/tex
 import { embedderFor } from './embedders.ts';
 import { isZeroVector, searchVectors } from './vectors.ts';
 import type { KbConfigRow } from './repository.ts';
-import { findPassages, lexicalSearch } from './search-repository.ts';
+import { findPassages } from './search-repository.ts';
 
 /** Candidates taken from each ranking before fusion. */
 export const CANDIDATES = 100;
@@ -38,7 +38,7 @@ export interface RetrievalOptions {
  * rank. Scores are scaled to [0, 1] (1 = first in both rankings).
  */
 export async function retrieve(
-  deps: Pick<AppDeps, 'database' | 'vectorSearch' | 'http' | 'secrets'>,
+  deps: Pick<AppDeps, 'database' | 'vectorSearch' | 'lexicalIndexes' | 'http' | 'secrets'>,
   config: KbConfigRow,
   query: string,
   depth: number,
@@ -48,7 +48,7 @@ export async function retrieve(
   const mode = options.mode ?? 'hybrid';
   const terms = analyze(query, config.language as AnalyzerLanguage);
   let embeddingTokens = 0;
-  const lexical = mode === 'vector' ? [] : await lexicalSearch(db, config.id, terms, CANDIDATES);
+  const lexical = mode === 'vector' ? [] : await deps.lexicalIndexes.search(db, config, terms, CANDIDATES);
   let vector: Array<{ chunkId: string; similarity: number }> = [];
   if (mode !== 'lexical') {
     const embedded = await embedderFor(deps, config).embed([query], options.signal);

@@ -89,3 +89,18 @@ export async function nearestVectors(db: Kysely<DB>, params: { configId: string;
       limit ${params.limit}`.execute(db);
   return rows.map((r) => ({ chunkId: r.chunk_id, similarity: Number(r.similarity) }));
 }
+
+/** The configuration's content version (bumped with every change of its chunks), or undefined when it is gone. */
+export const contentVersionOf = async (db: Kysely<DB>, configId: string) =>
+  (await db.selectFrom('kb_configs').select('content_version').where('id', '=', configId).executeTakeFirst())?.content_version;
+
+/** A page of the configuration's chunks in id order, after `after`: what an in-memory index needs of them. */
+export function loadChunkPage(db: Kysely<DB>, configId: string, after: string | null, limit: number) {
+  let query = db.selectFrom('kb_chunks').select(['id', 'term_count']).where('config_id', '=', configId);
+  if (after !== null) query = query.where('id', '>', after);
+  return query.orderBy('id').limit(limit).execute();
+}
+
+/** The postings of these chunks. */
+export const loadPostingsOf = (db: Kysely<DB>, configId: string, chunkIds: string[]) =>
+  db.selectFrom('kb_postings').select(['chunk_id', 'term', 'tf']).where('config_id', '=', configId).where('chunk_id', 'in', chunkIds).execute();

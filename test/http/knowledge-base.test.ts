@@ -448,4 +448,62 @@ describe('lexical ranking', () => {
       sql.forEach((h, i) => expect(h.score).toBeCloseTo(mem[i]!.score, 6));
     }
   });
+
+  it('the in-memory index gives what the SQL gives, and follows changes at once (here and on another instance)', async () => {
+    const { lexicalSearch } = await import('../../routers/knowledge-base/search-repository.ts');
+    const { analyze } = await import('../../adapters/outbound/text/text-analysis.ts');
+    const db = app.deps.database.db;
+    const configOf = async () => await db.selectFrom('kb_configs').select(['id', 'content_version']).where('id', '=', configId).executeTakeFirstOrThrow();
+    const questions = ['panel warranty years', 'premium plan price EUR', 'clean panels with water', 'heat pumps', 'zzzz nothing'];
+    const compare = async (indexes: typeof app.deps.lexicalIndexes) => {
+      const config = await configOf();
+      for (const question of questions) {
+        const terms = analyze(question, 'en');
+        const fromSql = await lexicalSearch(db, configId, terms, 10);
+        const fromMemory = await indexes.search(db, config, terms, 10);
+        expect(
+          fromMemory.map((h) => h.chunkId),
+          question,
+        ).toEqual(fromSql.map((h) => h.chunkId));
+        fromMemory.forEach((h, i) => expect(h.score).toBeCloseTo(fromSql[i]!.score, 9));
+      }
+    };
+    // The first search starts the build and answers from SQL; once built, the index answers.
+    await compare(app.deps.lexicalIndexes);
+    await app.deps.lexicalIndexes.idle();
+    await compare(app.deps.lexicalIndexes);
+
+    const peer = await app.startPeer();
+    try {
+      await peer.deps.lexicalIndexes.search(db, await configOf(), ['warranti'], 1);
+      await peer.deps.lexicalIndexes.idle();
+      // A new document on this instance: both indexes are behind the new content version and must not answer.
+      const added = await app.upload('/api/v1/knowledge-base/documents', {
+        token: a.token,
+        fileName: 'warranty-extra.txt',
+        bytes: Buffer.from('Extended warranty: panels carry a 40 years warranty when registered within 30 days.'),
+        fields: { configId },
+      });
+      expect(added.status, added.text).toBe(201);
+      await waitForDocuments(a.token, configId);
+      const config = await configOf();
+      const terms = analyze('panel warranty years registered', 'en');
+      const fromSql = await lexicalSearch(db, configId, terms, 10);
+      for (const indexes of [app.deps.lexicalIndexes, peer.deps.lexicalIndexes]) {
+        expect((await indexes.search(db, config, terms, 10)).map((h) => h.chunkId)).toEqual(fromSql.map((h) => h.chunkId));
+        await indexes.idle();
+        expect((await indexes.search(db, config, terms, 10)).map((h) => h.chunkId)).toEqual(fromSql.map((h) => h.chunkId));
+      }
+      const removed = await app.request('DELETE', `/api/v1/knowledge-base/documents/${added.body.data.document.id}`, { token: a.token });
+      expect(removed.status, removed.text).toBe(200);
+      const after = await configOf();
+      const withoutIt = await lexicalSearch(db, configId, terms, 10);
+      for (const indexes of [app.deps.lexicalIndexes, peer.deps.lexicalIndexes]) {
+        expect((await indexes.search(db, after, terms, 10)).map((h) => h.chunkId)).toEqual(withoutIt.map((h) => h.chunkId));
+      }
+    } finally {
+      await peer.deps.lexicalIndexes.idle();
+      await peer.stop();
+    }
+  });
 });

@@ -1,0 +1,159 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../../db/types.ts';
+import type { Logger } from '../../adapters/outbound/logger.ts';
+import { BM25_DEFAULT_B, BM25_DEFAULT_K1, termFrequencies } from '../../adapters/outbound/text/text-analysis.ts';
+import { contentVersionOf, lexicalSearch, loadChunkPage, loadPostingsOf } from './search-repository.ts';
+
+/**
+ * BM25 over a knowledge base's postings held in memory, per instance, for one content version: a query is then
+ * a few array walks instead of an aggregate over the postings in SQL. The formula, parameters and tie order are
+ * those of lexicalSearch (its SQL stays the reference and the answer whenever the index is not ready).
+ *
+ * Consistency: every change of a knowledge base's chunks bumps its content_version in the same transaction, and
+ * a query reads the configuration (with that version) first. An index answers only the version it was built
+ * from; for any other version the query goes to SQL and a rebuild is started in the background (one per
+ * knowledge base at a time). So an index is never stale, another instance's change is seen at the next query,
+ * and nothing waits for a build. A build reads in pages (yielding between them) and is kept only if the version
+ * did not move while it read.
+ */
+export interface LexicalIndexes {
+  search(
+    db: Kysely<DB>,
+    config: { id: string; content_version: number },
+    queryTerms: string[],
+    limit: number,
+  ): Promise<Array<{ chunkId: string; score: number }>>;
+  /** Resolves when no build is running (tests and benchmarks wait for the index to be ready). */
+  idle(): Promise<void>;
+}
+
+interface Index {
+  version: number;
+  chunkIds: string[];
+  lengths: Float64Array;
+  avgdl: number;
+  postings: Map<string, { chunks: Int32Array; tfs: Float64Array }>;
+  size: number;
+}
+
+const K1 = BM25_DEFAULT_K1;
+const B = BM25_DEFAULT_B;
+/** Chunks read per page of a build (their postings come with them). */
+const PAGE_CHUNKS = 500;
+
+export function createLexicalIndexes(options: { maxPostings: number; logger: Pick<Logger, 'warn'> }): LexicalIndexes {
+  // Least recently used first (Map keeps insertion order; a hit re-inserts).
+  const indexes = new Map<string, Index>();
+  const building = new Map<string, Promise<void>>();
+  let held = 0;
+
+  function keep(configId: string, index: Index) {
+    const old = indexes.get(configId);
+    if (old) held -= old.size;
+    indexes.delete(configId);
+    if (index.size > options.maxPostings) return;
+    while (held + index.size > options.maxPostings) {
+      const [oldest, evicted] = indexes.entries().next().value!;
+      indexes.delete(oldest);
+      held -= evicted.size;
+    }
+    indexes.set(configId, index);
+    held += index.size;
+  }
+
+  async function build(db: Kysely<DB>, configId: string): Promise<void> {
+    const version = await contentVersionOf(db, configId);
+    if (version === undefined) return;
+    const chunkIds: string[] = [];
+    const lengths: number[] = [];
+    const byTerm = new Map<string, { chunks: number[]; tfs: number[] }>();
+    let size = 0;
+    let after: string | null = null;
+    for (;;) {
+      const page = await loadChunkPage(db, configId, after, PAGE_CHUNKS);
+      if (page.length === 0) break;
+      const position = new Map<string, number>();
+      for (const chunk of page) {
+        position.set(chunk.id, chunkIds.length);
+        chunkIds.push(chunk.id);
+        lengths.push(chunk.term_count);
+      }
+      for (const posting of await loadPostingsOf(
+        db,
+        configId,
+        page.map((c) => c.id),
+      )) {
+        const at = position.get(posting.chunk_id);
+        if (at === undefined) continue;
+        let entry = byTerm.get(posting.term);
+        if (!entry) byTerm.set(posting.term, (entry = { chunks: [], tfs: [] }));
+        entry.chunks.push(at);
+        entry.tfs.push(posting.tf);
+        size++;
+      }
+      if (size > options.maxPostings) return; // too large to hold: this knowledge base stays on SQL
+      after = page.at(-1)!.id;
+      // Other requests run between pages.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    if ((await contentVersionOf(db, configId)) !== version) return; // changed while we read: the next query retries
+    const postings = new Map<string, { chunks: Int32Array; tfs: Float64Array }>();
+    for (const [term, entry] of byTerm) postings.set(term, { chunks: Int32Array.from(entry.chunks), tfs: Float64Array.from(entry.tfs) });
+    const total = lengths.reduce((a, b) => a + b, 0);
+    keep(configId, {
+      version,
+      chunkIds,
+      lengths: Float64Array.from(lengths),
+      avgdl: chunkIds.length === 0 ? 1 : total / chunkIds.length,
+      postings,
+      size,
+    });
+  }
+
+  function startBuild(db: Kysely<DB>, configId: string) {
+    if (building.has(configId)) return;
+    const run = build(db, configId)
+      .catch((error: unknown) => options.logger.warn('lexical index build failed', { configId, reason: String(error) }))
+      .finally(() => building.delete(configId));
+    building.set(configId, run);
+  }
+
+  return {
+    async search(db, config, queryTerms, limit) {
+      if (options.maxPostings === 0) return lexicalSearch(db, config.id, queryTerms, limit);
+      const index = indexes.get(config.id);
+      if (!index || index.version !== config.content_version) {
+        startBuild(db, config.id);
+        return lexicalSearch(db, config.id, queryTerms, limit);
+      }
+      indexes.delete(config.id);
+      indexes.set(config.id, index);
+      return scoreIndex(index, queryTerms, limit);
+    },
+    async idle() {
+      while (building.size > 0) await Promise.all(building.values());
+    },
+  };
+}
+
+/** BM25 as lexicalSearch computes it; ties by chunk id. */
+function scoreIndex(index: Index, queryTerms: string[], limit: number) {
+  const tf = termFrequencies(queryTerms);
+  const n = index.chunkIds.length;
+  const scores = new Map<number, number>();
+  for (const [term, qtf] of tf) {
+    const posting = index.postings.get(term);
+    if (!posting) continue;
+    const df = posting.chunks.length;
+    const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5));
+    for (let i = 0; i < df; i++) {
+      const chunk = posting.chunks[i]!;
+      const f = posting.tfs[i]!;
+      const part = (qtf * idf * (f * (K1 + 1))) / (f + K1 * (1 - B + (B * index.lengths[chunk]!) / index.avgdl));
+      scores.set(chunk, (scores.get(chunk) ?? 0) + part);
+    }
+  }
+  const ranked = [...scores.entries()].map(([chunk, score]) => ({ chunkId: index.chunkIds[chunk]!, score }));
+  ranked.sort((a, b) => b.score - a.score || (a.chunkId < b.chunkId ? -1 : a.chunkId > b.chunkId ? 1 : 0));
+  return ranked.slice(0, limit);
+}
