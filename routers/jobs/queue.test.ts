@@ -6,7 +6,7 @@ import { openPGlite, openPostgres, type Database } from '../../db/database.ts';
 import { migrateToLatest } from '../../db/migrate.ts';
 import type { DB } from '../../db/types.ts';
 import { createLogger } from '../../adapters/outbound/logger.ts';
-import { createJobQueue, PermanentJobError, type Job, type JobContext, type JobQueue } from './queue.ts';
+import { batchJobHandler, createJobQueue, PermanentJobError, type Job, type JobContext, type JobQueue } from './queue.ts';
 
 /**
  * Runs against embedded PGlite (in memory) by default, or against PostgreSQL in a scratch database of its own
@@ -287,6 +287,58 @@ describe(`job queue (${engine})`, () => {
     await queue.drain({ work: async () => void calls++ });
     expect(calls).toBe(0);
     expect(await row(id)).toMatchObject({ status: 'dead', last_error: expect.stringMatching(/lease expired/) });
+  });
+
+  it('a batch kind gets its ready jobs in one call; a failed job of the batch is retried alone, the others are done', async () => {
+    const queue = makeQueue();
+    const ids = [];
+    for (let n = 0; n < 5; n++) ids.push(await queue.enqueue('batch', { n }));
+    const calls: number[][] = [];
+    const handler = batchJobHandler<{ n: number }>(10, async (jobs) => {
+      calls.push(jobs.map((j) => j.payload.n));
+      // The job with n = 2 fails on its first attempt only.
+      return new Map(jobs.filter((j) => j.payload.n === 2 && j.attempts === 1).map((j) => [j.id, new Error('n = 2 failed')]));
+    });
+    await queue.drain({ batch: handler });
+    expect(calls[0]!.sort()).toEqual([0, 1, 2, 3, 4]);
+    expect(calls.slice(1)).toEqual([[2]]);
+    for (const id of ids) expect(await row(id)).toMatchObject({ status: 'done', locked_by: null });
+    expect(await row(ids[2]!)).toMatchObject({ attempts: 2, last_error: 'n = 2 failed' });
+  });
+
+  it('a batch handler that rejects fails every job of the batch; a batch of one is the plain handler', async () => {
+    const queue = makeQueue();
+    const ids = [await queue.enqueue('batch', { n: 1 }, { maxAttempts: 1 }), await queue.enqueue('batch', { n: 2 }, { maxAttempts: 1 })];
+    const handler = batchJobHandler<{ n: number }>(10, async () => {
+      throw new Error('the whole batch failed');
+    });
+    await queue.drain({ batch: handler });
+    for (const id of ids) expect(await row(id)).toMatchObject({ status: 'dead', last_error: 'the whole batch failed' });
+    const job = { id: 'x', kind: 'batch', payload: { n: 3 }, attempts: 1, maxAttempts: 1 };
+    await expect(handler(job, { signal: new AbortController().signal, heartbeat: async () => {} })).rejects.toThrow('the whole batch failed');
+  });
+
+  it('a worker that crashes mid-batch: every job of the batch comes back after its lease and is done once', async () => {
+    const crashed = makeQueue({ workerId: 'batch-crashed' });
+    let started = 0;
+    crashed.start(
+      { batch: batchJobHandler(10, (jobs) => ((started += jobs.length), new Promise<Map<string, unknown>>(() => {}))) },
+      { leaseMs: 60_000, pollIntervalMs: 60_000, concurrency: 1 },
+    );
+    const ids = [];
+    for (let n = 0; n < 3; n++) ids.push(await crashed.enqueue('batch', { n }));
+    crashed.notify();
+    await waitFor(() => started === 3, 5000, 'the batch to be claimed');
+    for (const id of ids) expect(await row(id)).toMatchObject({ status: 'running', locked_by: 'batch-crashed' });
+    // "Crash": the leases run out; another worker takes the whole batch over.
+    await sql`update jobs set lease_until = now() - interval '1 second' where locked_by = 'batch-crashed'`.execute(primary.db);
+    const rescuer = makeQueue({ db: secondary.db, workerId: 'batch-rescuer' });
+    const done: number[] = [];
+    await rescuer.drain({ batch: batchJobHandler<{ n: number }>(10, async (jobs) => (done.push(...jobs.map((j) => j.payload.n)), new Map())) });
+    expect(done.sort()).toEqual([0, 1, 2]);
+    for (const id of ids) expect(await row(id)).toMatchObject({ status: 'done', attempts: 2 });
+    await crashed.stop(100);
+    for (const id of ids) expect(await row(id)).toMatchObject({ status: 'done', attempts: 2 });
   });
 
   it('heartbeats keep a job longer than leaseMs from being stolen', async () => {

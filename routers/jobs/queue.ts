@@ -31,7 +31,29 @@ export interface JobContext {
   heartbeat(): Promise<void>;
 }
 
-export type JobHandler<P = any> = (job: Job<P>, ctx: JobContext) => Promise<void>;
+export type JobHandler<P = any> = ((job: Job<P>, ctx: JobContext) => Promise<void>) & { batch?: BatchOptions<P> };
+
+/**
+ * A kind whose jobs are worth doing together (one document's ingestion is a dozen statements and two worker
+ * round trips; fifty documents in one go are about as many). The queue claims up to `size` ready jobs of the kind
+ * at once, renews their leases and marks them done in one statement each; every job keeps its own row, attempts,
+ * retries and dead letter.
+ */
+export interface BatchOptions<P = any> {
+  size: number;
+  /** Resolves with the jobs that failed and why (the others are done); a rejection fails every job of the batch. */
+  run(jobs: Array<Job<P>>, ctx: JobContext): Promise<Map<string, unknown>>;
+}
+
+/** A handler of batches that is still a JobHandler: called with one job it runs a batch of one. */
+export function batchJobHandler<P>(size: number, run: BatchOptions<P>['run']): JobHandler<P> {
+  if (!(Number.isInteger(size) && size >= 1)) throw new RangeError('batch size must be a positive integer');
+  const single = async (job: Job<P>, ctx: JobContext) => {
+    const failures = await run([job], ctx);
+    if (failures.has(job.id)) throw failures.get(job.id);
+  };
+  return Object.assign(single, { batch: { size, run } });
+}
 
 /** Thrown by a handler: no retry, the job goes straight to 'dead'. */
 export class PermanentJobError extends Error {
@@ -112,7 +134,9 @@ export function defaultBackoff(attempt: number): number {
 }
 
 interface Run {
+  /** The first (and, but for a batch, only) job. */
   job: Job;
+  jobs: Job[];
   controller: AbortController;
   timer: ReturnType<typeof setInterval> | undefined;
   heartbeatInFlight: boolean;
@@ -192,6 +216,7 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
   const claim = (limit: number, leaseMs: number, kinds?: string[]) => repo.claimJobs(db, workerId, limit, leaseMs, kinds);
   const claimOf = (job: Job): repo.Claim => ({ id: job.id, attempts: job.attempts, workerId });
   const extendLease = (job: Job, leaseMs: number) => repo.extendLease(db, claimOf(job), leaseMs);
+  const extendLeases = (jobs: Job[], leaseMs: number) => repo.extendLeases(db, jobs.map(claimOf), leaseMs);
   const markDone = (job: Job) => repo.markDone(db, claimOf(job));
   const markDead = (job: Job, error: string) => repo.markDead(db, claimOf(job), error);
   const markRetry = (job: Job, error: string, delayMs: number) => repo.markRetry(db, claimOf(job), error, delayMs);
@@ -215,10 +240,12 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
 
   const toJob = (row: repo.ClaimedRow): Job => ({ id: row.id, kind: row.kind, payload: row.payload, attempts: row.attempts, maxAttempts: row.max_attempts });
 
-  function execute(row: repo.ClaimedRow, table: Record<string, JobHandler>, leaseMs: number): Run {
-    const job = toJob(row);
+  function execute(claimed: repo.ClaimedRow[], table: Record<string, JobHandler>, leaseMs: number): Run {
+    const jobs = claimed.map(toJob);
+    const job = jobs[0]!;
     const run: Run = {
       job,
+      jobs,
       controller: new AbortController(),
       timer: undefined,
       heartbeatInFlight: false,
@@ -229,7 +256,8 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
     };
     active.add(run);
     if (stopping) run.stopAborted = true;
-    run.done = runJob(run, table, leaseMs).finally(() => {
+    const batch = handlerOf(table, job.kind)?.batch;
+    run.done = (batch ? runBatch(run, batch, leaseMs) : runJob(run, table, leaseMs)).finally(() => {
       if (run.timer) clearInterval(run.timer);
       active.delete(run);
     });
@@ -238,7 +266,8 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
 
   async function heartbeat(run: Run, leaseMs: number): Promise<boolean> {
     if (run.released || run.leaseLost) return false;
-    const stillOurs = await extendLease(run.job, leaseMs);
+    // A batch is one unit of work: losing any of its jobs stops it (the others are released afterwards).
+    const stillOurs = run.jobs.length === 1 ? await extendLease(run.job, leaseMs) : (await extendLeases(run.jobs, leaseMs)).size === run.jobs.length;
     if (!stillOurs && !run.released) {
       run.leaseLost = true;
       logger.warn('job lease lost; aborting handler', { jobId: run.job.id, kind: run.job.kind, attempt: run.job.attempts });
@@ -263,8 +292,8 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
         await markDead(job, error);
         return;
       }
-      const handler = Object.hasOwn(table, job.kind) ? table[job.kind] : undefined;
-      if (typeof handler !== 'function') {
+      const handler = handlerOf(table, job.kind);
+      if (!handler) {
         const error = `no handler for kind ${job.kind}`;
         logger.warn('job dead', { ...fields, error });
         await markDead(job, error);
@@ -310,35 +339,131 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
         if (!(await markDone(job))) logger.warn('job finished but was no longer held by this worker', fields);
         return;
       }
-      if (failure instanceof RescheduleJob && !Number.isNaN(failure.runAt.getTime())) {
-        await markRescheduled(job, errorText(failure), failure.runAt);
-        return;
-      }
-      const error = errorText(failure);
-      const permanent = failure instanceof PermanentJobError;
-      if (run.stopAborted && !permanent) {
-        logger.info('job interrupted by stop; released', { ...fields, error });
-        await release(job);
-        return;
-      }
-      if (permanent || job.attempts >= job.maxAttempts) {
-        logger.warn('job failed; dead', { ...fields, error, permanent });
-        await markDead(job, error);
-        return;
-      }
-      let delay = 0;
-      try {
-        delay = backoff(job.attempts);
-      } catch (e) {
-        logger.warn('job backoff function threw', { ...fields, error: errorText(e) });
-      }
-      if (!Number.isFinite(delay) || delay < 0) delay = 0;
-      logger.warn('job failed; will retry', { ...fields, error, retryInMs: Math.round(delay) });
-      await markRetry(job, error, delay);
+      await settleFailure(run, job, failure);
     } catch (error) {
       // A database error in the bookkeeping: the lease runs out and the job comes back by itself.
       logger.error('job bookkeeping failed', { ...fields, error: errorText(error) });
     }
+  }
+
+  const fieldsOf = (job: Job) => ({ jobId: job.id, kind: job.kind, attempt: job.attempts, maxAttempts: job.maxAttempts });
+
+  /** A handler failed `job`: rescheduled, released (stop), dead or retried with backoff. */
+  async function settleFailure(run: Run, job: Job, failure: unknown) {
+    const fields = fieldsOf(job);
+    if (failure instanceof RescheduleJob && !Number.isNaN(failure.runAt.getTime())) {
+      await markRescheduled(job, errorText(failure), failure.runAt);
+      return;
+    }
+    const error = errorText(failure);
+    const permanent = failure instanceof PermanentJobError;
+    if (run.stopAborted && !permanent) {
+      logger.info('job interrupted by stop; released', { ...fields, error });
+      await release(job);
+      return;
+    }
+    if (permanent || job.attempts >= job.maxAttempts) {
+      logger.warn('job failed; dead', { ...fields, error, permanent });
+      await markDead(job, error);
+      return;
+    }
+    let delay = 0;
+    try {
+      delay = backoff(job.attempts);
+    } catch (e) {
+      logger.warn('job backoff function threw', { ...fields, error: errorText(e) });
+    }
+    if (!Number.isFinite(delay) || delay < 0) delay = 0;
+    logger.warn('job failed; will retry', { ...fields, error, retryInMs: Math.round(delay) });
+    await markRetry(job, error, delay);
+  }
+
+  /** runJob for a batch handler: the same bookkeeping per job, with one statement for the lease and for done. */
+  async function runBatch(run: Run, batch: BatchOptions, leaseMs: number): Promise<void> {
+    const fields = { kind: run.job.kind, jobs: run.jobs.length };
+    try {
+      if (run.stopAborted) {
+        for (const job of run.jobs) await release(job);
+        return;
+      }
+      const live: Job[] = [];
+      for (const job of run.jobs) {
+        if (job.attempts <= job.maxAttempts) {
+          live.push(job);
+          continue;
+        }
+        const error = `lease expired during the final attempt (${job.maxAttempts}); the worker probably crashed`;
+        logger.warn('job dead', { ...fieldsOf(job), error });
+        await markDead(job, error);
+      }
+      if (live.length === 0) return;
+      run.jobs = live;
+      run.job = live[0]!;
+
+      run.timer = setInterval(
+        () => {
+          if (run.heartbeatInFlight) return;
+          run.heartbeatInFlight = true;
+          heartbeat(run, leaseMs)
+            .catch((error: unknown) => logger.warn('job heartbeat failed', { ...fields, error: errorText(error) }))
+            .finally(() => (run.heartbeatInFlight = false));
+        },
+        Math.max(1, Math.floor(leaseMs / 3)),
+      );
+      const ctx: JobContext = {
+        signal: run.controller.signal,
+        heartbeat: async () => {
+          if (!(await heartbeat(run, leaseMs))) throw new Error(`a job of this batch is no longer held by this worker`);
+        },
+      };
+
+      let failures: Map<string, unknown>;
+      try {
+        failures = await Promise.resolve().then(() => batch.run(live, ctx));
+      } catch (error) {
+        failures = new Map(live.map((job) => [job.id, error]));
+      }
+      clearInterval(run.timer);
+      run.timer = undefined;
+
+      if (run.released) return;
+      if (run.leaseLost) {
+        // The jobs still ours go back without counting the attempt; the one taken over belongs to its new worker.
+        logger.warn('batch stopped after a lease was lost; its other jobs released', fields);
+        for (const job of live) await release(job);
+        return;
+      }
+      const succeeded = live.filter((job) => !failures.has(job.id));
+      const done = await repo.markAllDone(db, succeeded.map(claimOf));
+      if (done.size < succeeded.length)
+        logger.warn('batch finished but some jobs were no longer held by this worker', { ...fields, lost: succeeded.length - done.size });
+      for (const job of live) if (failures.has(job.id)) await settleFailure(run, job, failures.get(job.id));
+    } catch (error) {
+      logger.error('job bookkeeping failed', { ...fields, error: errorText(error) });
+    }
+  }
+
+  const handlerOf = (table: Record<string, JobHandler>, kind: string) =>
+    Object.hasOwn(table, kind) && typeof table[kind] === 'function' ? table[kind] : undefined;
+
+  /**
+   * Claimed rows as units of work: one per job, except that jobs of a batch kind go together, topped up to the
+   * batch size from the ready queue when the claim took all it asked for (more are probably waiting).
+   */
+  async function groupClaimed(rows: repo.ClaimedRow[], table: Record<string, JobHandler>, leaseMs: number, full: boolean): Promise<repo.ClaimedRow[][]> {
+    const units: repo.ClaimedRow[][] = [];
+    const batches = new Map<string, repo.ClaimedRow[]>();
+    for (const row of rows) {
+      if (!handlerOf(table, row.kind)?.batch) units.push([row]);
+      else if (batches.has(row.kind)) batches.get(row.kind)!.push(row);
+      else batches.set(row.kind, [row]);
+    }
+    for (const [kind, group] of batches) {
+      const size = handlerOf(table, kind)!.batch!.size;
+      if (full && group.length < size && !stopping) group.push(...(await claim(size - group.length, leaseMs, [kind])));
+      for (let i = 0; i < group.length; i += size) units.push(group.slice(i, i + size));
+    }
+    return units;
   }
 
   // ---- poller ----------------------------------------------------------------------------------------------
@@ -348,22 +473,25 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
       maybeCleanup();
       const free = opts.concurrency - pollerRuns;
       if (free > 0) {
-        let rows: repo.ClaimedRow[];
+        let units: repo.ClaimedRow[][];
+        let full: boolean;
         try {
-          rows = await claim(free, opts.leaseMs, opts.kinds);
+          const rows = await claim(free, opts.leaseMs, opts.kinds);
+          full = rows.length === free;
+          units = await groupClaimed(rows, table, opts.leaseMs, full);
         } catch (error) {
           logger.error('job claim failed', { error: errorText(error) });
           await waitForWake(opts.pollIntervalMs);
           continue;
         }
-        for (const row of rows) {
+        for (const unit of units) {
           pollerRuns++;
-          void execute(row, table, opts.leaseMs).done.finally(() => {
+          void execute(unit, table, opts.leaseMs).done.finally(() => {
             pollerRuns--;
             wake();
           });
         }
-        if (rows.length === free) continue; // there may be more ready; the next pass waits if all slots are busy
+        if (full) continue; // there may be more ready; the next pass waits if all slots are busy
       }
       await waitForWake(opts.pollIntervalMs);
     }
@@ -445,7 +573,7 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
         run.timer = undefined;
         active.delete(run);
         try {
-          if (await release(run.job)) logger.warn('job handler did not stop in time; job released', { jobId: run.job.id, kind: run.job.kind });
+          for (const job of run.jobs) if (await release(job)) logger.warn('job handler did not stop in time; job released', { jobId: job.id, kind: job.kind });
         } catch (error) {
           logger.error('job release failed; it returns when its lease expires', { jobId: run.job.id, error: errorText(error) });
         }
@@ -464,7 +592,8 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
         if (stopping) return;
         const rows = await claim(concurrency, leaseMs, kinds);
         if (rows.length === 0) return;
-        await Promise.all(rows.map((row) => execute(row, table, leaseMs).done));
+        const units = await groupClaimed(rows, table, leaseMs, rows.length === concurrency);
+        await Promise.all(units.map((unit) => execute(unit, table, leaseMs).done));
       }
     },
 

@@ -94,6 +94,28 @@ export async function releaseClaim(db: Kysely<DB>, claim: Claim): Promise<boolea
   return rows.length > 0;
 }
 
+/** The WHERE that identifies several claims of one worker (a batch): ids with the attempts we claimed them at. */
+const oursAll = (claims: Claim[]) => sql`locked_by = ${claims[0]!.workerId} and status = 'running'
+       and (id, attempts) in (select * from unnest(cast(${claims.map((c) => c.id)} as uuid[]), cast(${claims.map((c) => c.attempts)} as int[])))`;
+
+/** One statement for a batch; answers the ids still ours. */
+export async function extendLeases(db: Kysely<DB>, claims: Claim[], leaseMs: number): Promise<Set<string>> {
+  if (claims.length === 0) return new Set();
+  const { rows } = await sql<{ id: string }>`
+      update jobs set lease_until = now() + ${millis(leaseMs)}, updated_at = now()
+       where ${oursAll(claims)} returning id`.execute(db);
+  return new Set(rows.map((r) => r.id));
+}
+
+/** One statement for a batch; answers the ids that were still ours. */
+export async function markAllDone(db: Kysely<DB>, claims: Claim[]): Promise<Set<string>> {
+  if (claims.length === 0) return new Set();
+  const { rows } = await sql<{ id: string }>`
+      update jobs set status = 'done', locked_by = null, lease_until = null, updated_at = now()
+       where ${oursAll(claims)} returning id`.execute(db);
+  return new Set(rows.map((r) => r.id));
+}
+
 /** Returns how many finished jobs older than a day were deleted. */
 export async function deleteOldDoneJobs(db: Kysely<DB>): Promise<number> {
   const result = await sql`delete from jobs where status = 'done' and updated_at < now() - interval '24 hours'`.execute(db);

@@ -5,7 +5,6 @@ import { idParam, idText, lookupId } from '../../schema/common.ts';
 import { kbDocumentSchema } from '../../schema/knowledge-base.ts';
 import { uploadedFileSchema } from '../../schema/uploads.ts';
 import { ownerProcedure, router } from '../trpc.ts';
-import { isUniqueViolation } from '../../db/errors.ts';
 import { sniffDocumentKind } from '../../adapters/outbound/parsers/sniff.ts';
 import * as repo from './repository.ts';
 import { ownedConfig } from './configs-router.ts';
@@ -69,24 +68,12 @@ export const kbDocumentsRouter = router({
       const sniffed = sniffDocumentKind(input.file.bytes, input.file.fileName);
       if (!sniffed.ok) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported file', `file: ${sniffed.reason}`);
       const contentHash = createHash('sha256').update(input.file.bytes).digest('hex');
-      const existing = await repo.findDocumentByHash(db, config.id, contentHash);
-      if (existing) {
-        ctx.response.status = 200;
-        if (existing.status !== 'failed') return { document: repo.toKbDocument(existing), duplicate: true };
-        // The same file again after a failure is a retry: process it anew (the stored original is kept).
-        const retried = await db.transaction().execute(async (trx) => {
-          const row = await repo.retryFailedDocument(trx, existing.id, input.file.fileName.slice(0, 255) || existing.file_name);
-          if (row)
-            await deps.jobs.enqueue(INGEST_JOB, { documentId: row.id, configId: config.id } satisfies IngestPayload, { dedupeKey: `ingest:${row.id}` }, trx);
-          return row ?? existing;
-        });
-        deps.jobs.notify();
-        return { document: repo.toKbDocument(retried), duplicate: true };
-      }
-
+      // The insert itself finds a duplicate (ON CONFLICT on the content hash): a new document costs no
+      // look-up first, and a duplicate, the rarer case, stores its bytes once in vain.
       const blobKey = await deps.blobs.put(config.id, input.file.bytes);
+      let row: repo.KbDocumentRow | undefined;
       try {
-        const row = await db.transaction().execute(async (trx) => {
+        row = await db.transaction().execute(async (trx) => {
           const inserted = await repo.insertDocument(trx, {
             id: randomUUID(),
             owner_id: ctx.owner.id,
@@ -100,27 +87,38 @@ export const kbDocumentsRouter = router({
             stage: 'uploaded',
           });
           // Same transaction as the row: a document never exists without the job that finishes it.
-          await deps.jobs.enqueue(
-            INGEST_JOB,
-            { documentId: inserted.id, configId: config.id } satisfies IngestPayload,
-            { dedupeKey: `ingest:${inserted.id}` },
-            trx,
-          );
+          if (inserted)
+            await deps.jobs.enqueue(
+              INGEST_JOB,
+              { documentId: inserted.id, configId: config.id } satisfies IngestPayload,
+              { dedupeKey: `ingest:${inserted.id}` },
+              trx,
+            );
           return inserted;
         });
-        deps.jobs.notify();
-        return { document: repo.toKbDocument(row), duplicate: false };
       } catch (error) {
         await deps.blobs.delete(blobKey);
-        if (isUniqueViolation(error)) {
-          const raced = await repo.findDocumentByHash(db, config.id, contentHash);
-          if (raced) {
-            ctx.response.status = 200;
-            return { document: repo.toKbDocument(raced), duplicate: true };
-          }
-        }
         throw error;
       }
+      if (row) {
+        deps.jobs.notify();
+        return { document: repo.toKbDocument(row), duplicate: false };
+      }
+      await deps.blobs.delete(blobKey);
+      const existing = await repo.findDocumentByHash(db, config.id, contentHash);
+      // Deleted between the insert and this look-up: as if it had never been there, the caller may upload again.
+      if (!existing) throw new AppError('CONFLICT', 'The document was deleted while it was uploaded again; upload it once more');
+      ctx.response.status = 200;
+      if (existing.status !== 'failed') return { document: repo.toKbDocument(existing), duplicate: true };
+      // The same file again after a failure is a retry: process it anew (the stored original is kept).
+      const retried = await db.transaction().execute(async (trx) => {
+        const again = await repo.retryFailedDocument(trx, existing.id, input.file.fileName.slice(0, 255) || existing.file_name);
+        if (again)
+          await deps.jobs.enqueue(INGEST_JOB, { documentId: again.id, configId: config.id } satisfies IngestPayload, { dedupeKey: `ingest:${again.id}` }, trx);
+        return again ?? existing;
+      });
+      deps.jobs.notify();
+      return { document: repo.toKbDocument(retried), duplicate: true };
     }),
 
   delete: ownerProcedure

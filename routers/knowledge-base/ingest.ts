@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { countActivity } from '../dashboard/repository.ts';
 import { RecursiveCharacterTextSplitter } from '@langchain/textsplitters';
 import type { AppDeps } from '../context.ts';
-import type { DocumentStage } from '../../db/types.ts';
 import { ParseError, type ExtractedPage } from '../../adapters/outbound/parsers/extract.ts';
 import type { Job, JobContext } from '../jobs/queue.ts';
 import { analyze, termFrequencies, type AnalyzerLanguage } from '../../adapters/outbound/text/text-analysis.ts';
@@ -12,15 +11,18 @@ import { insertVectors } from './vectors.ts';
 import { hasVecColumn } from './search-repository.ts';
 import {
   bumpContentVersion,
-  completeDocument,
+  completeDocuments,
   failProcessingDocument,
   findConfigById,
-  findDocumentById,
-  lockDocumentStatus,
+  findDocumentsByIds,
+  lockProcessingDocuments,
   lockServingVersion,
   replaceChunks,
-  setDocumentStage,
+  setDocumentsStage,
   toKbDocument,
+  type ChunkOfDocument,
+  type KbConfigRow,
+  type KbDocumentRow,
 } from './repository.ts';
 import { recordEvents, webhookEvent, withEvents } from '../webhooks/outbox.ts';
 
@@ -33,6 +35,13 @@ export interface IngestPayload {
 }
 
 const EMBED_BATCH = 64;
+/** Ingestion jobs claimed and processed together (kb.ingest is a batch kind of the job queue). */
+export const INGEST_BATCH = 32;
+/**
+ * Chunks prepared before they are embedded and written: a batch of small documents goes in one transaction,
+ * a large document on its own, so a batch never holds more than about this many chunks' text and vectors.
+ */
+const CHUNKS_PER_WRITE = 2_000;
 /** Per-document ceilings: beyond them a document fails with a reason instead of exhausting memory. */
 const MAX_EXTRACTED_CHARACTERS = 20_000_000;
 const MAX_CHUNKS = 20_000;
@@ -57,8 +66,6 @@ export async function splitPages(pages: ExtractedPage[], chunkSize: number, chun
   return chunks;
 }
 
-const setStage = (deps: Pick<AppDeps, 'database'>, documentId: string, stage: DocumentStage) => setDocumentStage(deps.database.db, documentId, stage);
-
 export async function failDocument(deps: Pick<AppDeps, 'database' | 'webhookJobs'>, documentId: string, reason: string) {
   await withEvents(
     deps,
@@ -71,91 +78,225 @@ export async function failDocument(deps: Pick<AppDeps, 'database' | 'webhookJobs
   );
 }
 
-/**
- * upload -> extract -> split -> embed -> index -> completed. Idempotent: a retry after a crash rewrites the
- * document's chunks inside the final transaction, so a half-finished attempt leaves nothing searchable.
- */
-export async function ingestDocument(deps: IngestDeps, job: Job<IngestPayload>, ctx: JobContext): Promise<void> {
-  const db = deps.database.db;
-  const doc = await findDocumentById(db, job.payload.documentId);
-  if (!doc || doc.status !== 'processing') return;
-  const config = await findConfigById(db, doc.config_id);
-  if (!config) return;
-  try {
-    await setStage(deps, doc.id, 'extracting');
-    const bytes = await deps.blobs.get(doc.blob_key);
-    const extracted = await deps.documentPool.extract(doc.kind, bytes, { signal: ctx.signal });
-    if (extracted.characters > MAX_EXTRACTED_CHARACTERS)
-      throw new ParseError(`The document holds more than ${MAX_EXTRACTED_CHARACTERS.toLocaleString('en')} characters of text; split it into smaller files`);
-    const chunks = await splitPages(extracted.pages, config.chunk_size, config.chunk_overlap);
-    if (chunks.length === 0) throw new ParseError('The document contains no text');
-    if (chunks.length > MAX_CHUNKS)
-      throw new ParseError(`The document makes ${chunks.length} chunks, more than the ${MAX_CHUNKS} allowed; use a larger chunk size or split the file`);
+/** A document extracted and split, waiting to be embedded and written. */
+interface Prepared {
+  job: Job<IngestPayload>;
+  doc: KbDocumentRow;
+  pageCount: number | null;
+  chunks: PreparedChunk[];
+}
 
-    await setStage(deps, doc.id, 'embedding');
+/**
+ * upload -> extract -> split -> embed -> index -> completed, for a batch of documents. Idempotent: a retry after a
+ * crash rewrites the documents' chunks inside the final transaction, so a half-finished attempt leaves nothing
+ * searchable. Documents of a batch are written together (one transaction per group of up to CHUNKS_PER_WRITE
+ * chunks): a few statements for the group instead of a dozen per document. A document that cannot be parsed
+ * fails alone; if a group's transaction fails, each of its documents is written on its own, so one bad document
+ * costs only its own job a retry. Resolves with the jobs that failed.
+ */
+export async function ingestDocuments(deps: IngestDeps, jobs: Array<Job<IngestPayload>>, ctx: JobContext): Promise<Map<string, unknown>> {
+  const db = deps.database.db;
+  const failures = new Map<string, unknown>();
+  const docs = new Map((await findDocumentsByIds(db, [...new Set(jobs.map((j) => j.payload.documentId))])).map((d) => [d.id, d]));
+  const byConfig = new Map<string, Array<{ job: Job<IngestPayload>; doc: KbDocumentRow }>>();
+  const seen = new Set<string>();
+  for (const job of jobs) {
+    const doc = docs.get(job.payload.documentId);
+    // A duplicate job of a document already in this batch has nothing left to do.
+    if (!doc || doc.status !== 'processing' || seen.has(doc.id)) continue;
+    seen.add(doc.id);
+    byConfig.set(doc.config_id, [...(byConfig.get(doc.config_id) ?? []), { job, doc }]);
+  }
+  for (const [configId, items] of byConfig) {
+    const config = await findConfigById(db, configId);
+    if (!config) continue;
+    await ingestForConfig(deps, config, items, ctx, failures);
+  }
+  return failures;
+}
+
+/** One job's failure, as a single document's ingestion has always ended: failed for good, or retried. */
+async function recordFailure(deps: IngestDeps, job: Job<IngestPayload>, error: unknown, ctx: JobContext, failures: Map<string, unknown>) {
+  // Aborted by the queue (stop() or a lost lease): the job is released or handed over, the document must stay
+  // `processing`. Parsing reports cancellation as a ParseError, which would otherwise fail the document for good.
+  if (ctx.signal.aborted) throw error;
+  if (error instanceof ParseError) {
+    await failDocument(deps, job.payload.documentId, error.reason);
+    return;
+  }
+  if (job.attempts >= job.maxAttempts) {
+    await failDocument(deps, job.payload.documentId, `Processing failed after ${job.attempts} attempts: ${(error as Error).message}`);
+  }
+  failures.set(job.id, error);
+}
+
+async function ingestForConfig(
+  deps: IngestDeps,
+  config: KbConfigRow,
+  items: Array<{ job: Job<IngestPayload>; doc: KbDocumentRow }>,
+  ctx: JobContext,
+  failures: Map<string, unknown>,
+) {
+  const db = deps.database.db;
+  await setDocumentsStage(
+    db,
+    items.map((i) => i.doc.id),
+    'extracting',
+  );
+  let group: Prepared[] = [];
+  let groupChunks = 0;
+  const flush = async () => {
+    const ready = group;
+    group = [];
+    groupChunks = 0;
+    if (ready.length > 0) await embedAndWrite(deps, config, ready, ctx, failures);
+  };
+  // Parsing runs in the worker pool: ask for the next documents while one is being parsed, a few at a time, so
+  // the pool stays busy without holding every file of the batch in memory.
+  const extractions = items.map(({ job, doc }) => ({ job, doc, result: undefined as Promise<Prepared | Error> | undefined }));
+  const start = (i: number) => {
+    const item = extractions[i];
+    if (item && !item.result) item.result = prepare(deps, config, item.job, item.doc, ctx).catch((error: unknown) => error as Error);
+  };
+  const AHEAD = 4;
+  for (let i = 0; i < AHEAD; i++) start(i);
+  for (let i = 0; i < extractions.length; i++) {
+    start(i + AHEAD);
+    const item = extractions[i]!;
+    const prepared = await item.result!;
+    if (prepared instanceof Error) {
+      await recordFailure(deps, item.job, prepared, ctx, failures);
+      continue;
+    }
+    if (groupChunks > 0 && groupChunks + prepared.chunks.length > CHUNKS_PER_WRITE) await flush();
+    group.push(prepared);
+    groupChunks += prepared.chunks.length;
+  }
+  await flush();
+}
+
+async function prepare(deps: IngestDeps, config: KbConfigRow, job: Job<IngestPayload>, doc: KbDocumentRow, ctx: JobContext): Promise<Prepared> {
+  const bytes = await deps.blobs.get(doc.blob_key);
+  const extracted = await deps.documentPool.extract(doc.kind, bytes, { signal: ctx.signal });
+  if (extracted.characters > MAX_EXTRACTED_CHARACTERS)
+    throw new ParseError(`The document holds more than ${MAX_EXTRACTED_CHARACTERS.toLocaleString('en')} characters of text; split it into smaller files`);
+  const chunks = await splitPages(extracted.pages, config.chunk_size, config.chunk_overlap);
+  if (chunks.length === 0) throw new ParseError('The document contains no text');
+  if (chunks.length > MAX_CHUNKS)
+    throw new ParseError(`The document makes ${chunks.length} chunks, more than the ${MAX_CHUNKS} allowed; use a larger chunk size or split the file`);
+  return { job, doc, pageCount: extracted.pageCount, chunks };
+}
+
+async function embedAndWrite(deps: IngestDeps, config: KbConfigRow, group: Prepared[], ctx: JobContext, failures: Map<string, unknown>) {
+  const db = deps.database.db;
+  const ids = group.map((p) => p.doc.id);
+  let vectors: Float32Array[];
+  try {
+    await setDocumentsStage(db, ids, 'embedding');
     const embedder = documentEmbedderFor(deps, config);
-    const vectors: Float32Array[] = [];
-    for (let i = 0; i < chunks.length; i += EMBED_BATCH) {
-      const batch = await embedder.embed(
-        chunks.slice(i, i + EMBED_BATCH).map((c) => c.text),
-        ctx.signal,
-      );
+    const texts = group.flatMap((p) => p.chunks.map((c) => c.text));
+    vectors = [];
+    for (let i = 0; i < texts.length; i += EMBED_BATCH) {
+      const batch = await embedder.embed(texts.slice(i, i + EMBED_BATCH), ctx.signal);
       vectors.push(...batch.vectors);
       await ctx.heartbeat();
     }
-
-    await setStage(deps, doc.id, 'indexing');
-    const language = config.language as AnalyzerLanguage;
-    const withVec = deps.vectorSearch === 'pgvector' || (await hasVecColumn(db));
-    let webhooksQueued = 0;
-    await db.transaction().execute(async (trx) => {
-      // Lock order: the config row first, before any insert. The chunk inserts take KEY SHARE locks on it
-      // through their foreign key; upgrading to a row lock after that deadlocks two concurrent ingestions.
-      // Held here, it also stops a re-embedding from switching models before this commits.
-      const servingVersion = await lockServingVersion(trx, config.id);
-      if (servingVersion === undefined) return;
-      // If the model was switched while we embedded, these vectors are of the old one: retry with the new one.
-      if (servingVersion !== config.serving_version) throw new Error('the embedding model was switched while this document was processed');
-      if ((await lockDocumentStatus(trx, doc.id)) !== 'processing') return;
-      const rows = chunks.map((chunk) => {
-        const terms = analyze(chunk.text, language);
-        return { id: randomUUID(), chunk, terms };
-      });
-      const postings = rows.flatMap(({ id, terms }) => [...termFrequencies(terms)].map(([term, tf]) => ({ chunkId: id, term, tf })));
-      await replaceChunks(
-        trx,
-        { id: doc.id, configId: config.id },
-        rows.map(({ id, chunk, terms }) => ({
-          id,
-          index: chunk.index,
-          page: chunk.page,
-          text: chunk.text,
-          termCount: terms.length,
-          tokenCount: countTokens(chunk.text),
-        })),
-        postings,
-      );
-      await insertVectors(
-        trx,
-        rows.map(({ id }, i) => ({ chunkId: id, configId: config.id, version: config.serving_version, vector: vectors[i]! })),
-        withVec,
-      );
-      const completed = await completeDocument(trx, doc.id, { pageCount: extracted.pageCount, chunkCount: chunks.length });
-      await bumpContentVersion(trx, config.id);
-      webhooksQueued = (await recordEvents(trx, [webhookEvent(completed.owner_id, 'document.completed', toKbDocument(completed))])).queued;
-    });
-    if (webhooksQueued > 0) deps.webhookJobs.notify();
+    await setDocumentsStage(db, ids, 'indexing');
   } catch (error) {
-    // Aborted by the queue (stop() or a lost lease): the job is released or handed over, the document must stay
-    // `processing`. Parsing reports cancellation as a ParseError, which would otherwise fail the document for good.
-    if (ctx.signal.aborted) throw error;
-    if (error instanceof ParseError) {
-      await failDocument(deps, doc.id, error.reason);
+    for (const p of group) await recordFailure(deps, p.job, error, ctx, failures);
+    return;
+  }
+  let offset = 0;
+  const withVectors = group.map((p) => {
+    const own = vectors.slice(offset, offset + p.chunks.length);
+    offset += p.chunks.length;
+    return { ...p, vectors: own };
+  });
+  try {
+    await writeDocuments(deps, config, withVectors);
+  } catch (error) {
+    if (group.length === 1) {
+      await recordFailure(deps, group[0]!.job, error, ctx, failures);
       return;
     }
-    if (job.attempts >= job.maxAttempts) {
-      await failDocument(deps, doc.id, `Processing failed after ${job.attempts} attempts: ${(error as Error).message}`);
+    // Find the document at fault: each one again, in a transaction of its own.
+    for (const one of withVectors) {
+      try {
+        await writeDocuments(deps, config, [one]);
+      } catch (single) {
+        await recordFailure(deps, one.job, single, ctx, failures);
+      }
     }
-    throw error;
   }
+}
+
+/** One transaction: the documents' chunks, postings and vectors, `completed`, content_version, webhooks. */
+async function writeDocuments(deps: IngestDeps, config: KbConfigRow, group: Array<Prepared & { vectors: Float32Array[] }>) {
+  const db = deps.database.db;
+  const language = config.language as AnalyzerLanguage;
+  const withVec = deps.vectorSearch === 'pgvector' || (await hasVecColumn(db));
+  // Analysed before the transaction: on the embedded database a transaction holds the only connection.
+  const rows = group.map((p) => ({
+    prepared: p,
+    chunks: p.chunks.map((chunk, i) => {
+      const terms = analyze(chunk.text, language);
+      return { id: randomUUID(), chunk, termCount: terms.length, tokenCount: countTokens(chunk.text), tf: termFrequencies(terms), vector: p.vectors[i]! };
+    }),
+  }));
+  let webhooksQueued = 0;
+  await db.transaction().execute(async (trx) => {
+    // Lock order: the config row first, before any insert. The chunk inserts take KEY SHARE locks on it
+    // through their foreign key; upgrading to a row lock after that deadlocks two concurrent ingestions.
+    // Held here, it also stops a re-embedding from switching models before this commits.
+    const servingVersion = await lockServingVersion(trx, config.id);
+    if (servingVersion === undefined) return;
+    // If the model was switched while we embedded, these vectors are of the old one: retry with the new one.
+    if (servingVersion !== config.serving_version) throw new Error('the embedding model was switched while this document was processed');
+    const processing = await lockProcessingDocuments(
+      trx,
+      group.map((p) => p.doc.id),
+    );
+    const live = rows.filter((r) => processing.has(r.prepared.doc.id));
+    if (live.length === 0) return;
+    const chunks: ChunkOfDocument[] = [];
+    const postings = { chunkIds: [] as string[], terms: [] as string[], tfs: [] as number[] };
+    const vectorRows: Array<{ chunkId: string; configId: string; version: number; vector: Float32Array }> = [];
+    for (const { prepared, chunks: analysed } of live) {
+      for (const { id, chunk, termCount, tokenCount, tf, vector } of analysed) {
+        chunks.push({ id, documentId: prepared.doc.id, index: chunk.index, page: chunk.page, text: chunk.text, termCount, tokenCount });
+        for (const [term, n] of tf) {
+          postings.chunkIds.push(id);
+          postings.terms.push(term);
+          postings.tfs.push(n);
+        }
+        vectorRows.push({ chunkId: id, configId: config.id, version: config.serving_version, vector });
+      }
+    }
+    await replaceChunks(
+      trx,
+      config.id,
+      live.map((r) => r.prepared.doc.id),
+      chunks,
+      postings,
+    );
+    await insertVectors(trx, vectorRows, withVec);
+    const completed = await completeDocuments(
+      trx,
+      live.map(({ prepared }) => ({ id: prepared.doc.id, pageCount: prepared.pageCount, chunkCount: prepared.chunks.length })),
+    );
+    await bumpContentVersion(trx, config.id);
+    webhooksQueued = (
+      await recordEvents(
+        trx,
+        completed.map((row) => webhookEvent(row.owner_id, 'document.completed', toKbDocument(row))),
+      )
+    ).queued;
+  });
+  if (webhooksQueued > 0) deps.webhookJobs.notify();
+}
+
+/** The single-job form (tests, and a batch of one). */
+export async function ingestDocument(deps: IngestDeps, job: Job<IngestPayload>, ctx: JobContext): Promise<void> {
+  const failures = await ingestDocuments(deps, [job], ctx);
+  if (failures.has(job.id)) throw failures.get(job.id);
 }

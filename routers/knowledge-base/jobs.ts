@@ -1,6 +1,6 @@
 import type { AppDeps } from '../context.ts';
-import type { JobHandler } from '../jobs/queue.ts';
-import { failDocument, ingestDocument, type IngestPayload } from './ingest.ts';
+import { batchJobHandler, type Job, type JobHandler } from '../jobs/queue.ts';
+import { failDocument, ingestDocuments, INGEST_BATCH, type IngestPayload } from './ingest.ts';
 import { reembedConfig } from './reembed.ts';
 import { findOrphanedDocuments } from './repository.ts';
 
@@ -9,7 +9,8 @@ export const REEMBED_JOB = 'kb.reembed';
 
 export function knowledgeBaseJobHandlers(deps: AppDeps): Record<string, JobHandler> {
   return {
-    [INGEST_JOB]: (job, ctx) => ingestDocument(deps, job as Parameters<typeof ingestDocument>[1], ctx),
+    // Batched: under a backlog, documents are claimed, embedded and written many at a time.
+    [INGEST_JOB]: batchJobHandler<IngestPayload>(INGEST_BATCH, (jobs: Array<Job<IngestPayload>>, ctx) => ingestDocuments(deps, jobs, ctx)),
     [REEMBED_JOB]: (job, ctx) => reembedConfig(deps, job as Parameters<typeof reembedConfig>[1], ctx),
   };
 }

@@ -73,6 +73,9 @@ export const listDocuments = (db: Db, ownerId: string, configId: string) =>
 
 export const findDocumentById = (db: Db, id: string) => db.selectFrom('kb_documents').selectAll().where('id', '=', id).executeTakeFirst();
 
+export const findDocumentsByIds = (db: Db, ids: string[]) =>
+  ids.length === 0 ? Promise.resolve([]) : db.selectFrom('kb_documents').selectAll().where('id', 'in', ids).execute();
+
 export const findDocumentByHash = (db: Db, configId: string, contentHash: string) =>
   db.selectFrom('kb_documents').selectAll().where('config_id', '=', configId).where('content_hash', '=', contentHash).executeTakeFirst();
 
@@ -125,8 +128,14 @@ export async function countServingVectors(db: Db, ownerId: string): Promise<Map<
   return new Map(counts.map((c) => [c.config_id, Number(c.n)]));
 }
 
+/** Undefined when the knowledge base already holds this content (kb_documents_content_unique). */
 export const insertDocument = (db: Db, values: InsertObject<DB, 'kb_documents'>) =>
-  db.insertInto('kb_documents').values(values).returningAll().executeTakeFirstOrThrow();
+  db
+    .insertInto('kb_documents')
+    .values(values)
+    .onConflict((oc) => oc.columns(['config_id', 'content_hash']).doNothing())
+    .returningAll()
+    .executeTakeFirst();
 
 /** A failed document uploaded again goes back to processing; undefined when it is no longer failed. */
 export const retryFailedDocument = (db: Db, id: string, fileName: string) =>
@@ -154,9 +163,10 @@ export async function lockConfigsOfDocuments(db: Db, ownerId: string, documentId
 export const deleteOwnedDocuments = (db: Db, ownerId: string, ids: string[]) =>
   db.deleteFrom('kb_documents').where('owner_id', '=', ownerId).where('id', 'in', ids).returning(['id', 'config_id', 'blob_key']).execute();
 
-/** Only while the document is processing (a deletion or a failure meanwhile wins). */
-export async function setDocumentStage(db: Db, id: string, stage: DocumentStage) {
-  await db.updateTable('kb_documents').set({ stage, updated_at: new Date() }).where('id', '=', id).where('status', '=', 'processing').execute();
+/** Only while the documents are processing (a deletion or a failure meanwhile wins). */
+export async function setDocumentsStage(db: Db, ids: string[], stage: DocumentStage) {
+  if (ids.length === 0) return;
+  await db.updateTable('kb_documents').set({ stage, updated_at: new Date() }).where('id', 'in', ids).where('status', '=', 'processing').execute();
 }
 
 export const failProcessingDocument = (db: Db, id: string, reason: string) =>
@@ -176,8 +186,12 @@ export const lockServingVersion = async (db: Db, configId: string) =>
 export const lockEmbeddingVersion = async (db: Db, configId: string) =>
   (await db.selectFrom('kb_configs').select(['embedding_version']).where('id', '=', configId).forNoKeyUpdate().executeTakeFirst())?.embedding_version;
 
-export const lockDocumentStatus = async (db: Db, id: string) =>
-  (await db.selectFrom('kb_documents').select(['status']).where('id', '=', id).forUpdate().executeTakeFirst())?.status;
+/** The documents still `processing`, locked in id order (the same order for every caller, so no deadlock). */
+export async function lockProcessingDocuments(db: Db, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await db.selectFrom('kb_documents').select(['id', 'status']).where('id', 'in', ids).orderBy('id').forUpdate().execute();
+  return new Set(rows.filter((r) => r.status === 'processing').map((r) => r.id));
+}
 
 export interface NewChunk {
   id: string;
@@ -188,37 +202,59 @@ export interface NewChunk {
   tokenCount: number;
 }
 
-/** Replaces a document's chunks and their postings (in batches that stay under the parameter limit). */
+export interface ChunkOfDocument extends NewChunk {
+  documentId: string;
+}
+
+/** Rows per statement: few statements per batch, each well under the 1 GB message and the parameter limits. */
+const CHUNK_ROWS_PER_STATEMENT = 2_000;
+const POSTING_ROWS_PER_STATEMENT = 20_000;
+
+/**
+ * Replaces the chunks and postings of these documents (all of one configuration). The rows go in as a few
+ * arrays per statement (unnest), not as one parameter per value: a statement's text is the same whatever the
+ * row count, so it is parsed and planned once, and a batch of documents is a handful of statements.
+ */
 export async function replaceChunks(
   db: Db,
-  doc: { id: string; configId: string },
-  chunks: NewChunk[],
-  postings: Array<{ chunkId: string; term: string; tf: number }>,
+  configId: string,
+  documentIds: string[],
+  chunks: ChunkOfDocument[],
+  postings: { chunkIds: string[]; terms: string[]; tfs: number[] },
 ) {
-  await db.deleteFrom('kb_chunks').where('document_id', '=', doc.id).execute();
-  for (let i = 0; i < chunks.length; i += 500) {
-    await db
-      .insertInto('kb_chunks')
-      .values(
-        chunks.slice(i, i + 500).map((chunk) => ({
-          id: chunk.id,
-          document_id: doc.id,
-          config_id: doc.configId,
-          chunk_index: chunk.index,
-          page: chunk.page,
-          text: chunk.text,
-          term_count: chunk.termCount,
-          token_count: chunk.tokenCount,
-        })),
-      )
-      .execute();
+  if (documentIds.length > 0) await db.deleteFrom('kb_chunks').where('document_id', 'in', documentIds).execute();
+  for (let i = 0; i < chunks.length; i += CHUNK_ROWS_PER_STATEMENT) {
+    const part = chunks.slice(i, i + CHUNK_ROWS_PER_STATEMENT);
+    await sql`
+      insert into kb_chunks (id, document_id, config_id, chunk_index, page, text, term_count, token_count)
+      select id::uuid, document_id::uuid, ${configId}::uuid, chunk_index, page, text, term_count, token_count
+      from unnest(cast(${part.map((c) => c.id)} as text[]), cast(${part.map((c) => c.documentId)} as text[]),
+                  cast(${part.map((c) => c.index)} as int[]), cast(${part.map((c) => c.page)} as int[]),
+                  cast(${part.map((c) => c.text)} as text[]), cast(${part.map((c) => c.termCount)} as int[]),
+                  cast(${part.map((c) => c.tokenCount)} as int[]))
+        as c(id, document_id, chunk_index, page, text, term_count, token_count)`.execute(db);
   }
-  const rows = postings.map((p) => ({ config_id: doc.configId, term: p.term, chunk_id: p.chunkId, tf: p.tf }));
-  for (let i = 0; i < rows.length; i += 2000)
-    await db
-      .insertInto('kb_postings')
-      .values(rows.slice(i, i + 2000))
-      .execute();
+  for (let i = 0; i < postings.terms.length; i += POSTING_ROWS_PER_STATEMENT) {
+    const end = i + POSTING_ROWS_PER_STATEMENT;
+    await sql`
+      insert into kb_postings (config_id, term, chunk_id, tf)
+      select ${configId}::uuid, term, chunk_id::uuid, tf
+      from unnest(cast(${postings.terms.slice(i, end)} as text[]), cast(${postings.chunkIds.slice(i, end)} as text[]),
+                  cast(${postings.tfs.slice(i, end)} as int[])) as p(term, chunk_id, tf)`.execute(db);
+  }
+}
+
+/** Marks these documents completed with their counts; answers their rows. */
+export async function completeDocuments(db: Db, counts: Array<{ id: string; pageCount: number | null; chunkCount: number }>): Promise<KbDocumentRow[]> {
+  if (counts.length === 0) return [];
+  const { rows } = await sql<KbDocumentRow>`
+    update kb_documents d
+       set status = 'completed', stage = 'searchable', error = null, page_count = c.page_count, chunk_count = c.chunk_count, updated_at = now()
+      from unnest(cast(${counts.map((c) => c.id)} as text[]), cast(${counts.map((c) => c.pageCount)} as int[]),
+                  cast(${counts.map((c) => c.chunkCount)} as int[])) as c(id, page_count, chunk_count)
+     where d.id = c.id::uuid
+    returning d.*`.execute(db);
+  return rows;
 }
 
 export const completeDocument = (db: Db, id: string, counts: { pageCount: number | null; chunkCount: number }) =>

@@ -58,17 +58,29 @@ const arrayLiteral = (v: Float32Array | number[]) => `{${Array.from(v).join(',')
 const vectorLiteral = (v: Float32Array | number[]) => `[${Array.from(v).join(',')}]`;
 
 /** Writes vectors of one embedding version. With pgvector present, the `vec` copy is filled too. */
+/**
+ * Rows go in as arrays (unnest), so the statement's text does not depend on the row count: parsed and planned
+ * once, and a batch of documents' vectors is one or two statements.
+ */
 export async function insertVectorRows(db: Db, rows: Array<{ chunkId: string; configId: string; version: number; vector: Float32Array }>, withVec: boolean) {
-  for (let i = 0; i < rows.length; i += 200) {
-    const batch = rows.slice(i, i + 200);
-    const values = batch.map((r) =>
-      withVec
-        ? sql`(${r.chunkId}::uuid, ${r.configId}::uuid, ${r.version}::int, cast(${arrayLiteral(r.vector)}::text as real[]), cast(${vectorLiteral(r.vector)}::text as vector))`
-        : sql`(${r.chunkId}::uuid, ${r.configId}::uuid, ${r.version}::int, cast(${arrayLiteral(r.vector)}::text as real[]))`,
-    );
+  for (let i = 0; i < rows.length; i += 1000) {
+    const batch = rows.slice(i, i + 1000);
+    const ids = batch.map((r) => r.chunkId);
+    const configs = batch.map((r) => r.configId);
+    const versions = batch.map((r) => r.version);
+    const embeddings = batch.map((r) => arrayLiteral(r.vector));
     await (withVec
-      ? sql`insert into kb_vectors (chunk_id, config_id, version, embedding, vec) values ${sql.join(values)} on conflict (chunk_id, version) do nothing`
-      : sql`insert into kb_vectors (chunk_id, config_id, version, embedding) values ${sql.join(values)} on conflict (chunk_id, version) do nothing`
+      ? sql`insert into kb_vectors (chunk_id, config_id, version, embedding, vec)
+            select chunk_id::uuid, config_id::uuid, version, embedding::real[], vec::vector
+            from unnest(cast(${ids} as text[]), cast(${configs} as text[]), cast(${versions} as int[]), cast(${embeddings} as text[]),
+                        cast(${batch.map((r) => vectorLiteral(r.vector))} as text[]))
+              as v(chunk_id, config_id, version, embedding, vec)
+            on conflict (chunk_id, version) do nothing`
+      : sql`insert into kb_vectors (chunk_id, config_id, version, embedding)
+            select chunk_id::uuid, config_id::uuid, version, embedding::real[]
+            from unnest(cast(${ids} as text[]), cast(${configs} as text[]), cast(${versions} as int[]), cast(${embeddings} as text[]))
+              as v(chunk_id, config_id, version, embedding)
+            on conflict (chunk_id, version) do nothing`
     ).execute(db);
   }
 }

@@ -34,6 +34,7 @@
  *   BENCH_UPLOAD_CONCURRENCY   uploads in flight, default 8 (1..64)
  *   BENCH_JOB_CONCURRENCY      the service's JOB_CONCURRENCY, default 2 (1..32)
  *   BENCH_TIMEOUT_S            hard bound on the whole run, default 900 (60..3600): then it cleans up and exits 1
+ *   BENCH_INGEST_ONLY=1        stop after the ingestion figure (no quality or latency): to iterate on ingestion
  *   BENCH_SWEEP=1              also fuse the lexical and vector candidate lists in memory over a grid of
  *                              LEXICAL_WEIGHT x RRF_K x CANDIDATES ("bench":"retrieval-sweep" lines), to tune
  *                              routers/knowledge-base/retrieve.ts; the fusion formula is the one in retrieve()
@@ -79,6 +80,7 @@ const UPLOAD_CONCURRENCY = intEnv('BENCH_UPLOAD_CONCURRENCY', 8, 1, 64);
 const JOB_CONCURRENCY = intEnv('BENCH_JOB_CONCURRENCY', 2, 1, 32);
 const TIMEOUT_S = intEnv('BENCH_TIMEOUT_S', 900, 60, 3600);
 const SWEEP = boolEnv('BENCH_SWEEP');
+const INGEST_ONLY = boolEnv('BENCH_INGEST_ONLY');
 
 const EVAL_DEPTH = 100;
 const CHUNK_SIZE = 8000;
@@ -429,6 +431,7 @@ async function main() {
     if (ingestion.failed > 0 || ingestion.completed + ingestion.duplicates < dataset.corpus.length) {
       log(`warning: ${ingestion.failed} documents failed; quality figures are computed over what was ingested`);
     }
+    if (INGEST_ONLY) return;
 
     // The configuration as retrieve() sees it after ingestion (content_version moved on).
     const config = await findConfigById(app.deps.database.db, configId);

@@ -1,0 +1,106 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { knowledgeBaseJobHandlers } from '../../routers/knowledge-base/jobs.ts';
+import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+
+// Ingestion in batches: the job queue hands several documents to one call, written in one transaction.
+// No job workers run here (JOB_CONCURRENCY 0): each test drains the queue itself, so a batch holds every upload.
+let app: TestApp;
+
+beforeAll(async () => {
+  app = await startTestApp({ JOB_CONCURRENCY: '0', RATE_LIMIT_UPLOAD: '100' });
+});
+afterAll(async () => {
+  await app?.stop();
+});
+
+async function knowledgeBaseWith(prefix: string, files: Record<string, string>) {
+  const owner = await app.signUp(prefix);
+  const kb = (await app.request('POST', '/api/v1/knowledge-base/configs', { token: owner.token, body: { name: prefix } })).body.data.config.id as string;
+  const ids: Record<string, string> = {};
+  for (const [fileName, text] of Object.entries(files)) {
+    const res = await app.upload('/api/v1/knowledge-base/documents', { token: owner.token, fileName, bytes: Buffer.from(text), fields: { configId: kb } });
+    expect(res.status).toBe(201);
+    ids[fileName] = res.body.data.document.id;
+  }
+  return { kb, ids };
+}
+
+const db = () => app.deps.database.db;
+const drain = () => app.deps.jobs.drain(knowledgeBaseJobHandlers(app.deps), { onlyHandledKinds: true });
+const contentVersion = async (kb: string) =>
+  (await db().selectFrom('kb_configs').select('content_version').where('id', '=', kb).executeTakeFirstOrThrow()).content_version;
+const documentOf = (id: string) => db().selectFrom('kb_documents').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+async function storedRows(documentId: string) {
+  const { rows } = await sql<{ chunks: number; postings: number; vectors: number }>`
+    select (select count(*)::int from kb_chunks where document_id = ${documentId}) as chunks,
+           (select count(*)::int from kb_postings p join kb_chunks c on c.id = p.chunk_id where c.document_id = ${documentId}) as postings,
+           (select count(*)::int from kb_vectors v join kb_chunks c on c.id = v.chunk_id where c.document_id = ${documentId}) as vectors`.execute(db());
+  return rows[0]!;
+}
+
+describe('knowledge-base ingestion in batches', () => {
+  it('writes a batch of documents in one transaction; a document with no text fails alone', async () => {
+    const { kb, ids } = await knowledgeBaseWith('batch', {
+      'a.txt': 'Glaciers carve valleys over thousands of years.',
+      'b.txt': 'Volcanoes build islands from cooling lava.',
+      'empty.md': '   \n\n   ',
+      'c.txt': 'Rivers carry sediment to the sea.',
+    });
+    const before = await contentVersion(kb);
+    await drain();
+    for (const name of ['a.txt', 'b.txt', 'c.txt']) {
+      expect(await documentOf(ids[name]!)).toMatchObject({ status: 'completed', chunk_count: 1 });
+      expect(await storedRows(ids[name]!)).toMatchObject({ chunks: 1, vectors: 1 });
+    }
+    expect(await documentOf(ids['empty.md']!)).toMatchObject({ status: 'failed', error: 'The document contains no text' });
+    // One transaction for the three documents: one change of the chunks, one bump.
+    expect(await contentVersion(kb)).toBe(before + 1);
+    const query = await app.request('POST', '/api/v1/knowledge-base/query', {
+      token: (await app.signUp('batch-other')).token,
+      body: { configId: kb, query: 'sediment' },
+    });
+    expect(query.status).toBe(404);
+  });
+
+  it('a write that fails midway leaves no half-written document; the others are written alone, the failed one on its retry', async () => {
+    const { kb, ids } = await knowledgeBaseWith('midway', {
+      'good-1.txt': 'Penguins huddle together against the Antarctic wind.',
+      'poison.txt': 'This document is refused by the database while it is completed.',
+      'good-2.txt': 'Albatrosses glide for hours without flapping.',
+    });
+    // The failure comes after the chunks, postings and vectors of the whole batch were inserted: at completion.
+    await sql`create or replace function zz_refuse_poison() returns trigger language plpgsql as $$
+      begin
+        if new.status = 'completed' and new.file_name = 'poison.txt' then raise exception 'refused for the test'; end if;
+        return new;
+      end $$`.execute(db());
+    await sql`create trigger zz_refuse_poison before update on kb_documents for each row execute function zz_refuse_poison()`.execute(db());
+    try {
+      await drain();
+    } finally {
+      await sql`drop trigger zz_refuse_poison on kb_documents`.execute(db());
+      await sql`drop function zz_refuse_poison()`.execute(db());
+    }
+    for (const name of ['good-1.txt', 'good-2.txt']) {
+      expect(await documentOf(ids[name]!)).toMatchObject({ status: 'completed' });
+      expect(await storedRows(ids[name]!)).toMatchObject({ chunks: 1, vectors: 1 });
+    }
+    expect(await documentOf(ids['poison.txt']!)).toMatchObject({ status: 'processing' });
+    expect(await storedRows(ids['poison.txt']!)).toEqual({ chunks: 0, postings: 0, vectors: 0 });
+    const job = await db().selectFrom('jobs').selectAll().where(sql<string>`payload->>'documentId'`, '=', ids['poison.txt']!).executeTakeFirstOrThrow();
+    expect(job).toMatchObject({ status: 'queued', attempts: 1, last_error: expect.stringMatching(/refused for the test/) });
+
+    // The retry (due now rather than after its backoff) writes it.
+    await db()
+      .updateTable('jobs')
+      .set({ run_at: new Date(Date.now() - 1000) })
+      .where('id', '=', job.id)
+      .execute();
+    const before = await contentVersion(kb);
+    await drain();
+    expect(await documentOf(ids['poison.txt']!)).toMatchObject({ status: 'completed', chunk_count: 1 });
+    expect((await storedRows(ids['poison.txt']!)).chunks).toBe(1);
+    expect(await contentVersion(kb)).toBe(before + 1);
+  });
+});
