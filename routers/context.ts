@@ -12,6 +12,7 @@ import type { JobQueue } from './jobs/queue.ts';
 import type { VectorSearchMode } from './knowledge-base/vectors.ts';
 import type { LexicalIndexes } from './knowledge-base/lexical-index.ts';
 import type { ApiKeyCache } from './api-keys/key-cache.ts';
+import type { SessionCache } from './auth/session-cache.ts';
 import type { DocumentPool } from '../adapters/outbound/workers/document-pool.ts';
 import type { Stripe } from '../adapters/outbound/billing/stripe-client.ts';
 import type { DnsLookup } from '../adapters/outbound/dns/resolver.ts';
@@ -39,6 +40,8 @@ export interface AppDeps {
   /** In-memory BM25 indexes of knowledge bases, per instance, each for one content version. */
   lexicalIndexes: LexicalIndexes;
   apiKeyCache: ApiKeyCache;
+  /** Validated owner sessions, per instance; owner and session changes empty it (see routers/auth/session-cache.ts). */
+  sessionCache: SessionCache;
   /** Worker threads for document parsing and local embedding (CPU work kept off the request thread). */
   documentPool: DocumentPool;
   /** The Stripe SDK when billing is configured (STRIPE_SECRET_KEY); undefined turns payments off. */

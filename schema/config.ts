@@ -81,6 +81,8 @@ export const configSchema = z.object({
   JOB_LEASE_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
   /** How long a validated API key is reused without a lookup (0: never). Changes to keys and interfaces empty the cache at once, on every instance. */
   API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(600_000).default(30_000),
+  /** How long a validated owner session is reused without a lookup (0: never). Sign-out, revocation and owner changes drop it at once, on every instance. */
+  SESSION_CACHE_TTL_MS: z.coerce.number().int().min(0).max(600_000).default(30_000),
   /** Worker threads that parse documents and run the local embedder (CPU work kept off the request thread). One core
    *  is left to the request thread: with every core parsing, health p99 under hostile documents passed 50 ms. */
   PARSER_WORKERS: z.coerce

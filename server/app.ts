@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { createLexicalIndexes } from '../routers/knowledge-base/lexical-index.ts';
+import { createVectorIndexes, FLOATS_PER_MB } from '../routers/knowledge-base/vector-index.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../schema/config.ts';
@@ -96,6 +97,7 @@ export async function startApp(config: Config, options: { database?: Database; l
     ? withFallback(createRedisRateLimiter({ url: config.REDIS_URL, keyPrefix: config.RATE_LIMIT_KEY_PREFIX }), createMemoryRateLimiter(), logger)
     : createMemoryRateLimiter();
   const secrets = createSecretBox(loadEncryptionKey(config.ENCRYPTION_KEY, config.DATA_DIR));
+  const vectorSearch = await detectVectorSearch(database.db, config.VECTOR_SEARCH);
   const deps: AppDeps = {
     config,
     database,
@@ -108,7 +110,8 @@ export async function startApp(config: Config, options: { database?: Database; l
     blobs: createDirectoryBlobStore(join(config.DATA_DIR, 'blobs')),
     jobs: createJobQueue({ db: database.db, logger }),
     webhookJobs: createJobQueue({ db: database.db, logger }),
-    vectorSearch: await detectVectorSearch(database.db, config.VECTOR_SEARCH),
+    vectorSearch,
+    vectorIndexes: createVectorIndexes({ mode: vectorSearch, maxFloats: config.VECTOR_INDEX_MAX_MB * FLOATS_PER_MB, logger }),
     lexicalIndexes: createLexicalIndexes({ maxPostings: config.LEXICAL_INDEX_MAX_POSTINGS, logger }),
     apiKeyCache: createApiKeyCache({ ttlMs: config.API_KEY_CACHE_TTL_MS, maxEntries: API_KEY_CACHE_MAX_ENTRIES }),
     documentPool: createDocumentPool({ size: config.PARSER_WORKERS, deadlineMs: config.PARSER_DEADLINE_MS, memoryMb: config.PARSER_MEMORY_MB }),

@@ -240,3 +240,15 @@ describe('buildExtractiveAnswer on hostile text', () => {
     expect(result.found).toBe(true);
   });
 });
+
+describe('the analysed-sentence cache', () => {
+  it('answers from the text given, even when a chunk id comes back with other text', () => {
+    const first = buildExtractiveAnswer('How many vacation days?', [handbook]);
+    expect(first.answer).toContain('25 days of paid vacation');
+    const changed = { ...handbook, text: handbook.text.replace('25 days', '30 days') };
+    const second = buildExtractiveAnswer('How many vacation days?', [changed]);
+    expect(second.answer).toContain('30 days of paid vacation');
+    expect(second.answer).not.toContain('25 days');
+    expect(buildExtractiveAnswer('How many vacation days?', [handbook]).answer).toBe(first.answer);
+  });
+});

@@ -89,19 +89,16 @@ export function buildExtractiveAnswer(query: string, passages: Passage[], option
     sentenceIndex: number;
     text: string;
     key: string;
-    terms: Set<string>;
+    terms: ReadonlySet<string>;
     words: number;
     score: number;
     coverage: number;
   }
   const candidates: Candidate[] = [];
   passages.forEach((passage, passageIndex) => {
-    splitSentences(passage.text).forEach((text, sentenceIndex) => {
-      const terms = new Set(analyze(text, analyzer));
-      if (terms.size === 0) return;
-      const words = tokenize(text);
-      candidates.push({ passageIndex, sentenceIndex, text, key: words.join(' '), terms, words: words.length, score: 0, coverage: 0 });
-    });
+    for (const s of analyzedSentences(passage, analyzer)) {
+      candidates.push({ passageIndex, sentenceIndex: s.index, text: s.text, key: s.key, terms: s.terms, words: s.words, score: 0, coverage: 0 });
+    }
   });
   if (candidates.length === 0) return notFound;
 
@@ -185,6 +182,41 @@ export function buildExtractiveAnswer(query: string, passages: Passage[], option
   }
   const answer = `${wording.intro}\n\n${quotes.join('\n\n')}\n\n${wording.sources}: ${sourceLabels.join('; ')}`;
   return { answer, cited, found: true };
+}
+
+// ---------------------------------------------------------------------------
+// Analysed sentences of a passage, cached
+
+interface AnalyzedSentence {
+  index: number;
+  text: string;
+  /** The sentence's words joined by spaces (to find repeats across overlapping chunks). */
+  key: string;
+  /** Shared with the cache: read only. */
+  terms: ReadonlySet<string>;
+  words: number;
+}
+
+/** Passages analysed recently, by analyzer and chunk id; most of an answer's time went to analysing them again. */
+const sentenceCache = new Map<string, { text: string; sentences: AnalyzedSentence[] }>();
+const SENTENCE_CACHE_ENTRIES = 4096;
+
+function analyzedSentences(passage: Passage, analyzer: AnalyzerLanguage): AnalyzedSentence[] {
+  const cacheKey = `${analyzer}:${passage.chunkId}`;
+  const cached = sentenceCache.get(cacheKey);
+  // The text is compared, not trusted: the entry only stands for the exact text it was made from.
+  if (cached && cached.text === passage.text) return cached.sentences;
+  const sentences: AnalyzedSentence[] = [];
+  splitSentences(passage.text).forEach((text, index) => {
+    const terms = new Set(analyze(text, analyzer));
+    if (terms.size === 0) return;
+    const words = tokenize(text);
+    sentences.push({ index, text, key: words.join(' '), terms, words: words.length });
+  });
+  sentenceCache.delete(cacheKey);
+  if (sentenceCache.size >= SENTENCE_CACHE_ENTRIES) sentenceCache.delete(sentenceCache.keys().next().value!);
+  sentenceCache.set(cacheKey, { text: passage.text, sentences });
+  return sentences;
 }
 
 // ---------------------------------------------------------------------------

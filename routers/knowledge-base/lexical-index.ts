@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../../db/types.ts';
 import type { Logger } from '../../adapters/outbound/logger.ts';
 import { BM25_DEFAULT_B, BM25_DEFAULT_K1, termFrequencies } from '../../adapters/outbound/text/text-analysis.ts';
+import { type BuiltIndex, createMemoryIndexes } from './memory-indexes.ts';
 import { contentVersionOf, lexicalSearch, loadChunkPage, loadPostingsOf } from './search-repository.ts';
 
 /**
@@ -28,12 +29,10 @@ export interface LexicalIndexes {
 }
 
 interface Index {
-  version: number;
   chunkIds: string[];
   lengths: Float64Array;
   avgdl: number;
   postings: Map<string, { chunks: Int32Array; tfs: Float64Array }>;
-  size: number;
 }
 
 const K1 = BM25_DEFAULT_K1;
@@ -42,28 +41,11 @@ const B = BM25_DEFAULT_B;
 const PAGE_CHUNKS = 500;
 
 export function createLexicalIndexes(options: { maxPostings: number; logger: Pick<Logger, 'warn'> }): LexicalIndexes {
-  // Least recently used first (Map keeps insertion order; a hit re-inserts).
-  const indexes = new Map<string, Index>();
-  const building = new Map<string, Promise<void>>();
-  let held = 0;
+  const indexes = createMemoryIndexes<Index>({ budget: options.maxPostings, kind: 'lexical', logger: options.logger });
 
-  function keep(configId: string, index: Index) {
-    const old = indexes.get(configId);
-    if (old) held -= old.size;
-    indexes.delete(configId);
-    if (index.size > options.maxPostings) return;
-    while (held + index.size > options.maxPostings) {
-      const [oldest, evicted] = indexes.entries().next().value!;
-      indexes.delete(oldest);
-      held -= evicted.size;
-    }
-    indexes.set(configId, index);
-    held += index.size;
-  }
-
-  async function build(db: Kysely<DB>, configId: string): Promise<void> {
+  async function build(db: Kysely<DB>, configId: string): Promise<BuiltIndex<Index> | undefined> {
     const version = await contentVersionOf(db, configId);
-    if (version === undefined) return;
+    if (version === undefined) return undefined;
     const chunkIds: string[] = [];
     const lengths: number[] = [];
     const byTerm = new Map<string, { chunks: number[]; tfs: number[] }>();
@@ -91,48 +73,28 @@ export function createLexicalIndexes(options: { maxPostings: number; logger: Pic
         entry.tfs.push(posting.tf);
         size++;
       }
-      if (size > options.maxPostings) return; // too large to hold: this knowledge base stays on SQL
+      if (size > options.maxPostings) return undefined; // too large to hold: this knowledge base stays on SQL
       after = page.at(-1)!.id;
       // Other requests run between pages.
       await new Promise((resolve) => setImmediate(resolve));
     }
-    if ((await contentVersionOf(db, configId)) !== version) return; // changed while we read: the next query retries
+    if ((await contentVersionOf(db, configId)) !== version) return undefined; // changed while we read: the next query retries
     const postings = new Map<string, { chunks: Int32Array; tfs: Float64Array }>();
     for (const [term, entry] of byTerm) postings.set(term, { chunks: Int32Array.from(entry.chunks), tfs: Float64Array.from(entry.tfs) });
     const total = lengths.reduce((a, b) => a + b, 0);
-    keep(configId, {
-      version,
-      chunkIds,
-      lengths: Float64Array.from(lengths),
-      avgdl: chunkIds.length === 0 ? 1 : total / chunkIds.length,
-      postings,
-      size,
-    });
-  }
-
-  function startBuild(db: Kysely<DB>, configId: string) {
-    if (building.has(configId)) return;
-    const run = build(db, configId)
-      .catch((error: unknown) => options.logger.warn('lexical index build failed', { configId, reason: String(error) }))
-      .finally(() => building.delete(configId));
-    building.set(configId, run);
+    const value = { chunkIds, lengths: Float64Array.from(lengths), avgdl: chunkIds.length === 0 ? 1 : total / chunkIds.length, postings };
+    return { version: String(version), value, size };
   }
 
   return {
     async search(db, config, queryTerms, limit) {
       if (options.maxPostings === 0) return lexicalSearch(db, config.id, queryTerms, limit);
-      const index = indexes.get(config.id);
-      if (!index || index.version !== config.content_version) {
-        startBuild(db, config.id);
-        return lexicalSearch(db, config.id, queryTerms, limit);
-      }
-      indexes.delete(config.id);
-      indexes.set(config.id, index);
-      return scoreIndex(index, queryTerms, limit);
+      const index = indexes.get(config.id, String(config.content_version));
+      if (index) return scoreIndex(index, queryTerms, limit);
+      void indexes.build(config.id, () => build(db, config.id));
+      return lexicalSearch(db, config.id, queryTerms, limit);
     },
-    async idle() {
-      while (building.size > 0) await Promise.all(building.values());
-    },
+    idle: () => indexes.idle(),
   };
 }
 

@@ -1,7 +1,7 @@
 import type { AppDeps } from '../context.ts';
 import { analyze, type AnalyzerLanguage } from '../../adapters/outbound/text/text-analysis.ts';
 import { embedderFor } from './embedders.ts';
-import { isZeroVector, searchVectors } from './vectors.ts';
+import { isZeroVector } from './vectors.ts';
 import type { KbConfigRow } from './repository.ts';
 import { findPassages } from './search-repository.ts';
 
@@ -38,7 +38,7 @@ export interface RetrievalOptions {
  * rank. Scores are scaled to [0, 1] (1 = first in both rankings).
  */
 export async function retrieve(
-  deps: Pick<AppDeps, 'database' | 'vectorSearch' | 'lexicalIndexes' | 'http' | 'secrets'>,
+  deps: Pick<AppDeps, 'database' | 'vectorIndexes' | 'lexicalIndexes' | 'http' | 'secrets'>,
   config: KbConfigRow,
   query: string,
   depth: number,
@@ -54,7 +54,7 @@ export async function retrieve(
     const embedded = await embedderFor(deps, config).embed([query], options.signal);
     embeddingTokens = embedded.promptTokens;
     if (!isZeroVector(embedded.vectors[0]!))
-      vector = await searchVectors(db, deps.vectorSearch, {
+      vector = await deps.vectorIndexes.search(db, {
         configId: config.id,
         version: config.serving_version,
         contentVersion: config.content_version,

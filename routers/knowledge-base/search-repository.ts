@@ -85,9 +85,12 @@ export async function insertVectorRows(db: Db, rows: Array<{ chunkId: string; co
   }
 }
 
-/** Every stored vector of one version, in chunk id order (for exact scoring in the service). */
-export const loadVectors = (db: Kysely<DB>, configId: string, version: number) =>
-  db.selectFrom('kb_vectors').select(['chunk_id', 'embedding']).where('config_id', '=', configId).where('version', '=', version).orderBy('chunk_id').execute();
+/** A page of the stored vectors of one version in chunk id order, after `after` (for the in-memory matrix). */
+export function loadVectorPage(db: Kysely<DB>, configId: string, version: number, after: string | null, limit: number) {
+  let query = db.selectFrom('kb_vectors').select(['chunk_id', 'embedding']).where('config_id', '=', configId).where('version', '=', version);
+  if (after !== null) query = query.where('chunk_id', '>', after);
+  return query.orderBy('chunk_id').limit(limit).execute();
+}
 
 /** Top-k by cosine similarity with pgvector (an exact scan). */
 export async function nearestVectors(db: Kysely<DB>, params: { configId: string; version: number; query: Float32Array; limit: number }) {

@@ -8,6 +8,7 @@
  * progress and diagnostics go to stderr.
  */
 import { randomBytes } from 'node:crypto';
+import { Session as InspectorSession } from 'node:inspector/promises';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { loadavg, tmpdir } from 'node:os';
@@ -303,4 +304,30 @@ export function startWatchdog(seconds: number, log: (m: string) => void, cleanup
   }, seconds * 1000);
   watchdog.unref();
   return watchdog;
+}
+
+// ---- profiling -----------------------------------------------------------------------------------------
+
+/** A V8 CPU profile as the inspector returns it (what Chrome DevTools opens as a .cpuprofile file). */
+export interface CpuProfile {
+  nodes: Array<{ id: number; children?: number[] }>;
+  samples: number[];
+  timeDeltas: number[];
+  startTime: number;
+  endTime: number;
+}
+
+/** Starts the V8 sampling profiler of this process; `stop()` ends it and returns the profile. */
+export async function startCpuProfile(): Promise<{ stop(): Promise<CpuProfile> }> {
+  const session = new InspectorSession();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return {
+    async stop() {
+      const { profile } = await session.post('Profiler.stop');
+      session.disconnect();
+      return profile as unknown as CpuProfile;
+    },
+  };
 }

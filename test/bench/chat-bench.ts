@@ -64,7 +64,6 @@
  *   DATABASE_URL              optional postgres:// URL of a server on which a scratch database is created and dropped
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { Session as InspectorSession } from 'node:inspector/promises';
 import {
   Agent as HttpAgent,
   createServer as createHttpServer,
@@ -78,7 +77,7 @@ import type { AddressInfo } from 'node:net';
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { BenchService } from './bench-kit.ts';
+import type { BenchService, CpuProfile } from './bench-kit.ts';
 import { forkJobWorker, serveJobs, type JobWorker } from './job-worker.ts';
 import type { ProviderMockRequest } from '../helpers/provider-mock-servers.ts';
 import type { ProviderMockProcess } from './provider-mock-process.ts';
@@ -412,26 +411,23 @@ interface Aggregate {
  * call with the same `file` are written together (profiling restarts per call, so only these windows count).
  */
 const CPU_PROFILE_DIR = process.env.BENCH_CPU_PROFILE || '';
-const cpuProfiles = new Map<string, { nodes: unknown[]; samples: number[]; timeDeltas: number[]; startTime: number; endTime: number }>();
+const cpuProfiles = new Map<string, CpuProfile>();
 async function profiled<T>(file: string | undefined, fn: () => Promise<T>): Promise<T> {
   if (!CPU_PROFILE_DIR || !file) return fn();
-  const session = new InspectorSession();
-  session.connect();
-  await session.post('Profiler.enable');
-  await session.post('Profiler.start');
+  const { startCpuProfile } = await import('./bench-kit.ts');
+  const profiler = await startCpuProfile();
   try {
     return await fn();
   } finally {
-    const { profile } = await session.post('Profiler.stop');
-    session.disconnect();
+    const profile = await profiler.stop();
     // Node ids differ between profiles, so windows are kept apart by offsetting the later ones' ids.
     const merged = cpuProfiles.get(file);
-    if (!merged) cpuProfiles.set(file, profile as never);
+    if (!merged) cpuProfiles.set(file, profile);
     else {
-      const offset = Math.max(...(merged.nodes as Array<{ id: number }>).map((n) => n.id));
+      const offset = Math.max(...merged.nodes.map((n) => n.id));
       for (const n of profile.nodes) merged.nodes.push({ ...n, id: n.id + offset, children: n.children?.map((c) => c + offset) });
-      merged.samples.push(...profile.samples!.map((id) => id + offset));
-      merged.timeDeltas.push(...profile.timeDeltas!);
+      merged.samples.push(...profile.samples.map((id) => id + offset));
+      merged.timeDeltas.push(...profile.timeDeltas);
       merged.endTime = profile.endTime;
     }
     writeFileSync(join(CPU_PROFILE_DIR, file), JSON.stringify(cpuProfiles.get(file)));

@@ -38,9 +38,11 @@
  *   BENCH_SWEEP=1              also fuse the lexical and vector candidate lists in memory over a grid of
  *                              LEXICAL_WEIGHT x RRF_K x CANDIDATES ("bench":"retrieval-sweep" lines), to tune
  *                              routers/knowledge-base/retrieve.ts; the fusion formula is the one in retrieve()
+ *   BENCH_CPU_PROFILE          a folder: the V8 CPU profile of the latency phase (this process: client and service)
+ *                              is written there as retrieval-latency.cpuprofile
  *   DATABASE_URL               optional postgres:// URL of a server on which a scratch database is created and dropped
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
@@ -53,7 +55,7 @@ import { CANDIDATES, LEXICAL_WEIGHT, retrieve, RRF_K } from '../../routers/knowl
 import { lexicalSearch } from '../../routers/knowledge-base/search-repository.ts';
 import { analyze, Bm25Index, BM25_DEFAULT_B, BM25_DEFAULT_K1, termFrequencies } from '../../adapters/outbound/text/text-analysis.ts';
 import { countTokens } from '../../adapters/outbound/text/tokens.ts';
-import { isZeroVector, searchVectors } from '../../routers/knowledge-base/vectors.ts';
+import { isZeroVector } from '../../routers/knowledge-base/vectors.ts';
 import type { AppDeps } from '../../routers/context.ts';
 import {
   boolEnv,
@@ -69,6 +71,7 @@ import {
   round,
   signUp,
   startBenchService,
+  startCpuProfile,
   uploadDocument,
   startWatchdog,
   type BenchService,
@@ -284,7 +287,7 @@ async function sweep(deps: AppDeps, config: KbConfigRow, dataset: Dataset, bm25:
     const vector = isZeroVector(embedded)
       ? []
       : (
-          await searchVectors(db, deps.vectorSearch, {
+          await deps.vectorIndexes.search(db, {
             configId: config.id,
             version: config.serving_version,
             contentVersion: config.content_version,
@@ -325,6 +328,18 @@ async function sweep(deps: AppDeps, config: KbConfigRow, dataset: Dataset, bm25:
   }
 }
 
+/** With BENCH_CPU_PROFILE, runs `fn` under the V8 sampling profiler of this process and writes the profile. */
+async function profiled<T>(file: string, fn: () => Promise<T>): Promise<T> {
+  const dir = process.env.BENCH_CPU_PROFILE;
+  if (!dir) return fn();
+  const profiler = await startCpuProfile();
+  try {
+    return await fn();
+  } finally {
+    writeFileSync(join(dir, file), JSON.stringify(await profiler.stop()));
+  }
+}
+
 async function queryLatency(service: BenchService, token: string, config: KbConfigRow, dataset: Dataset) {
   const { app } = service;
   const ask = (query: string) =>
@@ -337,6 +352,9 @@ async function queryLatency(service: BenchService, token: string, config: KbConf
     await ask(q.text);
     await retrieve(app.deps, config, q.text, config.retrieval_depth);
   }
+  // The steady state: the in-memory indexes, which the first queries started building, are ready.
+  await app.deps.lexicalIndexes.idle();
+  await app.deps.vectorIndexes.idle();
   // Paired and interleaved (the order alternates per query), so both sides see the same machine load.
   const http: number[] = [];
   const inProcess: number[] = [];
@@ -473,7 +491,7 @@ async function main() {
     }
 
     log(`query latency: ${dataset.queries.length} queries over HTTPS and in-process, interleaved (after ${LATENCY_WARMUP} warm-up queries each)`);
-    const latency = await queryLatency(service, token, config, dataset);
+    const latency = await profiled('retrieval-latency.cpuprofile', () => queryLatency(service!, token, config, dataset));
     log(
       `  HTTPS p50 ${latency.http.p50.toFixed(1)} ms p99 ${latency.http.p99.toFixed(1)} ms; ` +
         `in-process p50 ${latency.inProcess.p50.toFixed(1)} ms p99 ${latency.inProcess.p99.toFixed(1)} ms`,

@@ -359,19 +359,27 @@ describe('GraphQL, vector paths, hostile files, limits', () => {
     expect(other.body.errors[0].message).toBe('Knowledge base configuration not found');
   });
 
-  it('pgvector and exact scoring return the same chunks on the same data', async () => {
-    const { searchVectors } = await import('../../routers/knowledge-base/vectors.ts');
+  it('the in-memory vector index, pgvector and the exact scan return the same chunks on the same data', async () => {
+    const { createVectorIndexes } = await import('../../routers/knowledge-base/vector-index.ts');
     const { embedderFor } = await import('../../routers/knowledge-base/embedders.ts');
     const { findConfigById } = await import('../../routers/knowledge-base/repository.ts');
     const db = app.deps.database.db;
     const config = (await findConfigById(db, configId))!;
+    const logger = { warn: () => {} };
+    // Exact with no memory budget scans page by page; the default instance answers from memory once built.
+    const scan = createVectorIndexes({ mode: 'exact', maxFloats: 0, logger });
+    const memory = createVectorIndexes({ mode: 'exact', maxFloats: 1_000_000, logger });
+    const pgvector = createVectorIndexes({ mode: 'pgvector', maxFloats: 0, logger });
     for (const question of ['warranty of solar panels', 'premium plan price', 'heat pumps in mild climates']) {
       const { vectors } = await embedderFor(app.deps, config).embed([question]);
       const params = { configId, version: config.serving_version, contentVersion: config.content_version, query: vectors[0]!, limit: 8 };
-      const exact = await searchVectors(db, 'exact', params);
+      const exact = await scan.search(db, params);
       expect(exact.length).toBeGreaterThan(0);
+      const fromMemory = await memory.search(db, params);
+      expect(fromMemory.map((h) => h.chunkId)).toEqual(exact.map((h) => h.chunkId));
+      fromMemory.forEach((h, i) => expect(h.similarity).toBeCloseTo(exact[i]!.similarity, 9));
       if (app.deps.vectorSearch === 'pgvector') {
-        const pg = await searchVectors(db, 'pgvector', params);
+        const pg = await pgvector.search(db, params);
         expect(pg.map((h) => h.chunkId)).toEqual(exact.map((h) => h.chunkId));
         pg.forEach((h, i) => expect(h.similarity).toBeCloseTo(exact[i]!.similarity, 4));
       } else {
@@ -449,10 +457,21 @@ describe('lexical ranking', () => {
     }
   });
 
-  it('the in-memory index gives what the SQL gives, and follows changes at once (here and on another instance)', async () => {
+  it('the in-memory indexes give what the database gives, and follow changes at once (here and on another instance)', async () => {
     const { lexicalSearch } = await import('../../routers/knowledge-base/search-repository.ts');
     const { analyze } = await import('../../adapters/outbound/text/text-analysis.ts');
+    const { createVectorIndexes } = await import('../../routers/knowledge-base/vector-index.ts');
+    const { embedderFor } = await import('../../routers/knowledge-base/embedders.ts');
+    const { findConfigById } = await import('../../routers/knowledge-base/repository.ts');
     const db = app.deps.database.db;
+    const scan = createVectorIndexes({ mode: 'exact', maxFloats: 0, logger: { warn: () => {} } });
+    const nearest = async (indexes: typeof app.deps.vectorIndexes, question: string) => {
+      const config = (await findConfigById(db, configId))!;
+      const { vectors } = await embedderFor(app.deps, config).embed([question]);
+      const params = { configId, version: config.serving_version, contentVersion: config.content_version, query: vectors[0]!, limit: 5 };
+      return (await indexes.search(db, params)).map((h) => h.chunkId);
+    };
+    const vectorQuestion = 'extended warranty when registered within 30 days';
     const configOf = async () => await db.selectFrom('kb_configs').select(['id', 'content_version']).where('id', '=', configId).executeTakeFirstOrThrow();
     const questions = ['panel warranty years', 'premium plan price EUR', 'clean panels with water', 'heat pumps', 'zzzz nothing'];
     const compare = async (indexes: typeof app.deps.lexicalIndexes) => {
@@ -477,6 +496,10 @@ describe('lexical ranking', () => {
     try {
       await peer.deps.lexicalIndexes.search(db, await configOf(), ['warranti'], 1);
       await peer.deps.lexicalIndexes.idle();
+      for (const deps of [app.deps, peer.deps]) {
+        expect(await nearest(deps.vectorIndexes, vectorQuestion)).toEqual(await nearest(scan, vectorQuestion));
+        await deps.vectorIndexes.idle();
+      }
       // A new document on this instance: both indexes are behind the new content version and must not answer.
       const added = await app.upload('/api/v1/knowledge-base/documents', {
         token: a.token,
@@ -494,6 +517,12 @@ describe('lexical ranking', () => {
         await indexes.idle();
         expect((await indexes.search(db, config, terms, 10)).map((h) => h.chunkId)).toEqual(fromSql.map((h) => h.chunkId));
       }
+      const withNew = await nearest(scan, vectorQuestion);
+      for (const deps of [app.deps, peer.deps]) {
+        expect(await nearest(deps.vectorIndexes, vectorQuestion)).toEqual(withNew);
+        await deps.vectorIndexes.idle();
+        expect(await nearest(deps.vectorIndexes, vectorQuestion)).toEqual(withNew);
+      }
       const removed = await app.request('DELETE', `/api/v1/knowledge-base/documents/${added.body.data.document.id}`, { token: a.token });
       expect(removed.status, removed.text).toBe(200);
       const after = await configOf();
@@ -501,8 +530,12 @@ describe('lexical ranking', () => {
       for (const indexes of [app.deps.lexicalIndexes, peer.deps.lexicalIndexes]) {
         expect((await indexes.search(db, after, terms, 10)).map((h) => h.chunkId)).toEqual(withoutIt.map((h) => h.chunkId));
       }
+      const withoutNew = await nearest(scan, vectorQuestion);
+      expect(withoutNew).not.toEqual(withNew);
+      for (const deps of [app.deps, peer.deps]) expect(await nearest(deps.vectorIndexes, vectorQuestion)).toEqual(withoutNew);
     } finally {
       await peer.deps.lexicalIndexes.idle();
+      await peer.deps.vectorIndexes.idle();
       await peer.stop();
     }
   });
