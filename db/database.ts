@@ -22,7 +22,8 @@ export interface Database {
 }
 
 export interface ChangeListener {
-  onNotify(): void;
+  /** `payload`: what the notifying statement said ('' when nothing). */
+  onNotify(payload: string): void;
   /** Listening (again): every notification committed from now on arrives. */
   onListening(): void;
   /** The listening connection was lost: notifications may be missed until the next onListening. */
@@ -95,8 +96,8 @@ async function listenPostgres(url: string, channel: string, listener: ChangeList
     max_lifetime: null,
     fetch_types: false,
     onnotice: () => {},
-    onnotify: (name: string) => {
-      if (name === channel) listener.onNotify();
+    onnotify: (name: string, payload: string) => {
+      if (name === channel) listener.onNotify(payload);
     },
     onclose: () => {
       if (stopped) return;
@@ -137,7 +138,7 @@ export async function openPGlite(options: { dataDir?: string; loadDataDir?: Blob
   // One in-process connection: notifications arrive before the notifying statement's result, and are never lost.
   // LISTEN and UNLISTEN go through the dialect's lock, so they never land inside another caller's transaction.
   const listen = async (channel: string, listener: ChangeListener) => {
-    const unlisten = await db.connection().execute(() => pglite.listen(channel, () => listener.onNotify()));
+    const unlisten = await db.connection().execute(() => pglite.listen(channel, (payload) => listener.onNotify(payload)));
     listener.onListening();
     return async () => {
       if (!pglite.closed) await db.connection().execute(() => unlisten());

@@ -11,6 +11,7 @@ import type { BlobStore } from '../adapters/outbound/blobs/blob-store.ts';
 import type { JobQueue } from './jobs/queue.ts';
 import type { VectorSearchMode } from './knowledge-base/vectors.ts';
 import type { LexicalIndexes } from './knowledge-base/lexical-index.ts';
+import type { VectorIndexes } from './knowledge-base/vector-index.ts';
 import type { ApiKeyCache } from './api-keys/key-cache.ts';
 import type { SessionCache } from './auth/session-cache.ts';
 import type { DocumentPool } from '../adapters/outbound/workers/document-pool.ts';
@@ -39,6 +40,8 @@ export interface AppDeps {
   vectorSearch: VectorSearchMode;
   /** In-memory BM25 indexes of knowledge bases, per instance, each for one content version. */
   lexicalIndexes: LexicalIndexes;
+  /** In-memory vector matrices of knowledge bases, per instance, each for one embedding and content version. */
+  vectorIndexes: VectorIndexes;
   apiKeyCache: ApiKeyCache;
   /** Validated owner sessions, per instance; owner and session changes empty it (see routers/auth/session-cache.ts). */
   sessionCache: SessionCache;

@@ -36,6 +36,7 @@ import { knowledgeBaseJobHandlers, requeueOrphanedDocuments } from '../routers/k
 import { webhookJobHandlers } from '../routers/webhooks/delivery.ts';
 import { sweepOrphanedDeliveries } from '../routers/webhooks/sweeper.ts';
 import { createApiKeyCache } from '../routers/api-keys/key-cache.ts';
+import { createSessionCache } from '../routers/auth/session-cache.ts';
 import { createDocumentPool } from '../adapters/outbound/workers/document-pool.ts';
 import { createStripeClient } from '../adapters/outbound/billing/stripe-client.ts';
 import { createDnsLookup } from '../adapters/outbound/dns/resolver.ts';
@@ -50,6 +51,7 @@ import { createMetrics } from '../adapters/outbound/metrics/metrics.ts';
 import { createCertificateStore } from '../routers/domains/certificate-store.ts';
 import { installAcmeTransport } from '../adapters/outbound/acme/acme-client.ts';
 import { API_KEY_CHANGES_CHANNEL } from '../db/migrations/0006_api_key_change_notify.ts';
+import { SESSION_CHANGES_CHANNEL } from '../db/migrations/0017_session_change_notify.ts';
 import { createSecurityEventRecorder, databaseSecurityEventStore } from '../routers/security-events/recorder.ts';
 
 /** How long an instance trusts what it knows about a custom domain (changes made elsewhere show within this). */
@@ -57,6 +59,9 @@ const DOMAIN_ROUTE_TTL_MS = 5_000;
 
 /** Validated API keys kept per instance (a few hundred bytes each). */
 const API_KEY_CACHE_MAX_ENTRIES = 10_000;
+
+/** Validated owner sessions kept per instance (a few hundred bytes each; the least recently used go first). */
+const SESSION_CACHE_MAX_ENTRIES = 10_000;
 
 /** How often old security events are deleted (SECURITY_EVENTS_RETENTION_DAYS). */
 const SECURITY_EVENTS_PRUNE_MS = 3_600_000;
@@ -97,6 +102,7 @@ export async function startApp(config: Config, options: { database?: Database; l
     ? withFallback(createRedisRateLimiter({ url: config.REDIS_URL, keyPrefix: config.RATE_LIMIT_KEY_PREFIX }), createMemoryRateLimiter(), logger)
     : createMemoryRateLimiter();
   const secrets = createSecretBox(loadEncryptionKey(config.ENCRYPTION_KEY, config.DATA_DIR));
+  const sessionCache = createSessionCache({ ttlMs: config.SESSION_CACHE_TTL_MS, maxEntries: SESSION_CACHE_MAX_ENTRIES });
   const vectorSearch = await detectVectorSearch(database.db, config.VECTOR_SEARCH);
   const deps: AppDeps = {
     config,
@@ -105,7 +111,8 @@ export async function startApp(config: Config, options: { database?: Database; l
     http,
     rateLimiter,
     secrets,
-    sessions: createSessionManager(database.db, config.SESSION_TTL_DAYS),
+    sessions: createSessionManager(database.db, config.SESSION_TTL_DAYS, sessionCache),
+    sessionCache,
     errorReporter: createErrorReporter({ logger, http, sentryDsn: config.SENTRY_DSN }),
     blobs: createDirectoryBlobStore(join(config.DATA_DIR, 'blobs')),
     jobs: createJobQueue({ db: database.db, logger }),
@@ -137,6 +144,14 @@ export async function startApp(config: Config, options: { database?: Database; l
     onLost: () => {
       cache.setLive(false);
       logger.warn('lost the database connection that listens for API-key changes; the key cache is off until it is back');
+    },
+  });
+  const stopListeningForSessions = await database.listen(SESSION_CHANGES_CHANNEL, {
+    onNotify: (ownerId) => (ownerId ? sessionCache.forgetOwner(ownerId) : sessionCache.invalidate()),
+    onListening: () => sessionCache.setLive(true),
+    onLost: () => {
+      sessionCache.setLive(false);
+      logger.warn('lost the database connection that listens for session changes; the session cache is off until it is back');
     },
   });
   const sweepers: Array<ReturnType<typeof setInterval>> = [];
@@ -248,6 +263,7 @@ export async function startApp(config: Config, options: { database?: Database; l
         await deps.mailer.close();
         await rateLimiter.close();
         await stopListening();
+        await stopListeningForSessions();
         await database.close();
       })()),
   };

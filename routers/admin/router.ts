@@ -113,6 +113,8 @@ export const adminRouter = router({
     .mutation(async ({ ctx, input }) => {
       const row = await updateOwnerPlanAndRole(ctx.deps.database.db, input.id, { plan: input.plan, role: input.role });
       if (!row) throw new AppError('NOT_FOUND', 'Owner not found');
+      // Every instance hears of it through the change trigger; this one must not wait for the notification.
+      ctx.deps.sessionCache.forgetOwner(row.id);
       return { owner: toOwnerDetail(row) };
     }),
 });

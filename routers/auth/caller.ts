@@ -5,6 +5,7 @@ import { parseApiKey } from '../api-keys/key-format.ts';
 import { findActiveKeyByHash, findKeyOwnerByHash, touchKeyLastUsed } from '../api-keys/repository.ts';
 import { looksLikeJwt, resolveOidcCaller } from './oidc.ts';
 import type { Caller, OwnerPrincipal } from './principal.ts';
+import type { ValidSession } from './session-cache.ts';
 import { readVisitorToken, VISITOR_TOKEN_PREFIX } from '../visitors/token.ts';
 
 export const sha256Hex = (value: string) => createHash('sha256').update(value).digest('hex');
@@ -31,7 +32,7 @@ async function noteRefusedKey(deps: Pick<AppDeps, 'database' | 'securityEvents'>
  * anonymous caller and the procedure's auth rule answers 401, so rate limiting can still key on IP.
  */
 export async function resolveCaller(
-  deps: Pick<AppDeps, 'apiKeyCache' | 'config' | 'database' | 'sessions' | 'http' | 'logger' | 'secrets' | 'securityEvents'>,
+  deps: Pick<AppDeps, 'apiKeyCache' | 'config' | 'database' | 'sessions' | 'sessionCache' | 'http' | 'logger' | 'secrets' | 'securityEvents'>,
   authorization: string | undefined,
   clientIp?: string,
 ): Promise<Caller> {
@@ -83,9 +84,19 @@ export async function resolveCaller(
   if (deps.config.OIDC_ISSUER && looksLikeJwt(token)) return resolveOidcCaller(deps, token);
 
   if (token.length < 20 || token.length > 256) return { kind: 'anonymous', reason: 'invalid' };
-  const { session, user } = await deps.sessions.validateSession(sha256Hex(token));
-  if (!session || !user) return { kind: 'anonymous', reason: 'invalid' };
-  return { kind: 'owner', owner: user as unknown as OwnerPrincipal, sessionId: session.id };
+  const sessionId = sha256Hex(token);
+  const valid = await deps.sessionCache.lookup(sessionId, () => validateSession(deps.sessions, sessionId));
+  if (!valid) return { kind: 'anonymous', reason: 'invalid' };
+  return { kind: 'owner', owner: valid.owner, sessionId: valid.sessionId };
+}
+
+/** lucia's check (which also deletes an expired session and extends a half-used one), as the session cache stores it. */
+async function validateSession(sessions: AppDeps['sessions'], sessionId: string): Promise<ValidSession | undefined> {
+  const { session, user } = await sessions.validateSession(sessionId);
+  if (!session || !user) return undefined;
+  const { id, email, name, plan, role } = user as unknown as OwnerPrincipal;
+  // Shared by every request the entry serves: frozen, so no procedure can change what the next one sees.
+  return { sessionId: session.id, expiresAt: session.expiresAt.getTime(), owner: Object.freeze({ id, email, name, plan, role }) };
 }
 
 export function unauthorized(caller: Caller): AppError {

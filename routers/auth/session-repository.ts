@@ -1,9 +1,14 @@
 import type { Adapter, DatabaseSession, DatabaseUser } from 'lucia';
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/types.ts';
+import type { SessionCache } from './session-cache.ts';
 
-/** The sessions table as lucia 3's storage adapter (lucia calls these; nothing else writes sessions but the OIDC link). */
-export function createSessionRepository(db: Kysely<DB>): Adapter {
+/**
+ * The sessions table as lucia 3's storage adapter (lucia calls these; nothing else writes sessions but the OIDC link).
+ * Deletions also drop the session from this instance's cache directly: on PostgreSQL the change notification reaches
+ * this instance asynchronously, after the sign-out has answered.
+ */
+export function createSessionRepository(db: Kysely<DB>, cache: Pick<SessionCache, 'forgetSession' | 'forgetOwner'>): Adapter {
   const toSession = (row: { id: string; owner_id: string; expires_at: Date }): DatabaseSession => ({
     id: row.id,
     userId: row.owner_id,
@@ -37,9 +42,11 @@ export function createSessionRepository(db: Kysely<DB>): Adapter {
     },
     async deleteSession(sessionId) {
       await db.deleteFrom('sessions').where('id', '=', sessionId).execute();
+      cache.forgetSession(sessionId);
     },
     async deleteUserSessions(userId) {
       await db.deleteFrom('sessions').where('owner_id', '=', userId).execute();
+      cache.forgetOwner(userId);
     },
     async deleteExpiredSessions() {
       await db.deleteFrom('sessions').where('expires_at', '<=', new Date()).execute();

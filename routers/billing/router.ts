@@ -146,6 +146,8 @@ export const billingRouter = router({
           }),
         ],
       );
+      // The plan rides in the cached session: this instance drops it now, the others on the change notification.
+      ctx.deps.sessionCache.forgetOwner(ctx.owner.id);
       return { subscription: { plan, status: 'trialing' as const, trialEnd: started.trial_end!.toISOString() } };
     }),
 
@@ -272,7 +274,17 @@ export const billingRouter = router({
         throw new AppError('BAD_REQUEST', 'Invalid signature', 'Stripe-Signature does not match the body, or its timestamp is outside the 300 s tolerance');
       }
       const outcome = await callStripe(ctx, () =>
-        applyStripeEvent({ database: ctx.deps.database, webhookJobs: ctx.deps.webhookJobs, config: ctx.deps.config, logger: ctx.deps.logger, stripe }, event),
+        applyStripeEvent(
+          {
+            database: ctx.deps.database,
+            webhookJobs: ctx.deps.webhookJobs,
+            config: ctx.deps.config,
+            logger: ctx.deps.logger,
+            stripe,
+            sessionCache: ctx.deps.sessionCache,
+          },
+          event,
+        ),
       );
       return { received: true as const, eventId: event.id, type: event.type, outcome };
     }),
@@ -367,6 +379,7 @@ export const billingRouter = router({
             }),
           ),
       );
+      for (const { ownerId } of ended) ctx.deps.sessionCache.forgetOwner(ownerId);
       return { expired: ended.length, owners: ended.map(({ ownerId, plan }) => ({ ownerId, plan })) };
     }),
 });

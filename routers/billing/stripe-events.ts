@@ -1,3 +1,4 @@
+import type { SessionCache } from '../auth/session-cache.ts';
 import type { Kysely } from 'kysely';
 import type { Stripe } from '../../adapters/outbound/billing/stripe-client.ts';
 import type { Logger } from '../../adapters/outbound/logger.ts';
@@ -17,6 +18,7 @@ export interface StripeEventDeps {
   config: Pick<Config, 'STRIPE_PRICES'>;
   logger: Logger;
   stripe: Stripe;
+  sessionCache: Pick<SessionCache, 'forgetOwner'>;
 }
 
 export type EventOutcome = 'applied' | 'duplicate' | 'ignored';
@@ -143,6 +145,8 @@ export async function applyStripeEvent(deps: StripeEventDeps, event: Stripe.Even
       },
       (events) => events,
     );
+    // The plan rides in the cached session: this instance drops it now, the others on the change notification.
+    deps.sessionCache.forgetOwner(owner);
     return outcome;
   });
 }

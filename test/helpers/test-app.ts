@@ -55,6 +55,11 @@ export interface TestApp extends RunningApp {
   upload(path: string, options: UploadOptions): Promise<TestResponse>;
   /** Signs up a fresh owner and returns its session token and id. */
   signUp(prefix?: string): Promise<{ token: string; ownerId: string; email: string }>;
+  /**
+   * Changes an owner's plan or role in SQL, as an operator would. Cached sessions of this instance are dropped at
+   * once: on PostgreSQL the change notification arrives a moment later, and the next request must not race it.
+   */
+  setOwner(ownerId: string, changes: { plan?: 'free' | 'premium' | 'enterprise'; role?: 'owner' | 'admin' }): Promise<void>;
   logs: string[];
   /** A second instance of the service on this app's database (its own connections on PostgreSQL; on PGlite, the
    *  one in-process database shared), as another replica behind a load balancer. Stop it before this app. */
@@ -166,6 +171,10 @@ async function startOnDatabase(env: Record<string, string>, storage: { database:
       const res = await request('POST', '/api/v1/auth/sign-up', { body: { email, password: 'correct horse battery' } });
       if (res.status !== 201) throw new Error(`sign-up failed: ${res.status} ${res.text}`);
       return { token: res.body.data.token as string, ownerId: res.body.data.owner.id as string, email };
+    },
+    async setOwner(ownerId, changes) {
+      await app.deps.database.db.updateTable('owners').set(changes).where('id', '=', ownerId).execute();
+      app.deps.sessionCache.forgetOwner(ownerId);
     },
     startPeer: (peerEnv = {}) =>
       startOnDatabase(

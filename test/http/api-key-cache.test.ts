@@ -154,9 +154,9 @@ describe('API-key cache', () => {
   it.runIf(onPostgres)('a lost listening connection is noticed and replaced; changes are seen again afterwards', async () => {
     const db = app.deps.database.db;
     const listeners = async () =>
-      (await sql<{ pid: number }>`select pid from pg_stat_activity where datname = current_database() and query ilike 'listen %'`.execute(db)).rows.map(
-        (r) => r.pid,
-      );
+      (
+        await sql<{ pid: number }>`select pid from pg_stat_activity where datname = current_database() and query ilike 'listen %api_key_changes%'`.execute(db)
+      ).rows.map((r) => r.pid);
     const before = await listeners();
     expect(before.length).toBe(2); // this app and its peer
     await sql`select pg_terminate_backend(pid) from pg_stat_activity where pid in (${sql.join(before)})`.execute(db);

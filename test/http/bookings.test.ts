@@ -307,7 +307,7 @@ describe('cancelling', () => {
 
 describe('events', () => {
   it('booking.created and booking.cancelled reach the owner’s webhook, signed', async () => {
-    await app.deps.database.db.updateTable('owners').set({ plan: 'enterprise' }).where('id', '=', a.ownerId).execute();
+    await app.setOwner(a.ownerId, { plan: 'enterprise' });
     const hook = await app.request('POST', '/api/v1/enterprise/webhooks', {
       token: a.token,
       body: { url: receiver.url, events: ['booking.created', 'booking.cancelled'] },

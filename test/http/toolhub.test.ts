@@ -193,7 +193,7 @@ describe('OAuth 2 connection', () => {
   });
 
   it('invalid_grant on refresh: the account is EXPIRED with the reason, and the owner’s webhook hears of it', async () => {
-    await app.deps.database.db.updateTable('owners').set({ plan: 'enterprise' }).where('id', '=', a.ownerId).execute();
+    await app.setOwner(a.ownerId, { plan: 'enterprise' });
     const hook = await app.request('POST', '/api/v1/enterprise/webhooks', { token: a.token, body: { url: receiver.url, events: ['toolhub_account.expired'] } });
     expect(hook.status, hook.text).toBe(201);
     const id = await activeSlackAccount();

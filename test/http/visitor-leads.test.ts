@@ -128,7 +128,7 @@ describe('leads', () => {
   });
 
   it("a lead reaches the owner's webhook as lead.created, signed", async () => {
-    await app.deps.database.db.updateTable('owners').set({ plan: 'enterprise' }).where('id', '=', a.ownerId).execute();
+    await app.setOwner(a.ownerId, { plan: 'enterprise' });
     const hook = await app.request('POST', '/api/v1/enterprise/webhooks', { token: a.token, body: { url: receiver.url, events: ['lead.created'] } });
     expect(hook.status, hook.text).toBe(201);
     const token = await visitorToken(withForm.slug);

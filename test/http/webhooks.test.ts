@@ -563,7 +563,7 @@ describe('outcomes and plans', () => {
     receiver.received.length = 0;
     const owner = await makeEnterprise('wh-downgrade');
     const hook = await createHook(owner.token, { url: receiver.url, events: ['knowledge_base.created'] });
-    const setPlan = (plan: 'free' | 'enterprise') => app.deps.database.db.updateTable('owners').set({ plan }).where('id', '=', owner.ownerId).execute();
+    const setPlan = (plan: 'free' | 'enterprise') => app.setOwner(owner.ownerId, { plan });
     await setPlan('free');
     const quiet = (await app.request('POST', '/api/v1/knowledge-base/configs', { token: owner.token, body: { name: 'while free' } })).body.data.config;
     await setPlan('enterprise');

@@ -4,6 +4,7 @@ import { resolveCaller } from '../../routers/auth/caller.ts';
 import type { AppDeps } from '../../routers/context.ts';
 import { loadConfig } from '../../schema/config.ts';
 import { createApiKeyCache } from '../../routers/api-keys/key-cache.ts';
+import { createSessionCache } from '../../routers/auth/session-cache.ts';
 
 /** An object that records and refuses any use: a lookup through it fails the call. */
 function tripwire(name: string, touched: string[]) {
@@ -30,6 +31,7 @@ function makeDeps() {
     database: { db: tripwire('db', touched) },
     sessions: tripwire('sessions', touched),
     apiKeyCache: createApiKeyCache({ ttlMs: 0, maxEntries: 0 }),
+    sessionCache: createSessionCache({ ttlMs: 0, maxEntries: 0 }),
     securityEvents: { record: (kind: string) => recorded.push(kind) },
   } as unknown as AppDeps;
   return { deps, touched, recorded };
