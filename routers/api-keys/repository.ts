@@ -1,11 +1,15 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type CompiledQuery, type Kysely } from 'kysely';
 import type { ApiKeyRow, DB } from '../../db/types.ts';
 import { toIso } from '../../schema/common.ts';
 
 // lastUsedAt is written at most once a minute per key so a busy key does not turn every read into a write.
 const LAST_USED_GRANULARITY_MS = 60_000;
 
-export function toApiKey(row: ApiKeyRow) {
+/** What an API key shows its owner (the hash and the owner are never part of it). */
+const KEY_COLUMNS = ['id', 'name', 'chat_interface_id', 'key_prefix', 'active', 'last_used_at', 'created_at', 'updated_at'] as const;
+type KeyView = Pick<ApiKeyRow, (typeof KEY_COLUMNS)[number]>;
+
+export function toApiKey(row: KeyView) {
   return {
     id: row.id,
     name: row.name,
@@ -49,8 +53,20 @@ export async function touchKeyLastUsed(db: Kysely<DB>, id: string, lastUsedAt: D
   return now;
 }
 
-export function listKeys(db: Kysely<DB>, ownerId: string) {
-  return db.selectFrom('api_keys').selectAll().where('owner_id', '=', ownerId).orderBy('created_at', 'desc').orderBy('id').execute();
+/**
+ * The key list is the hottest owner read: its statement is built and compiled once per database handle, then run with
+ * the owner as its only parameter (Kysely's building and compiling took 10-15 µs of CPU a request).
+ */
+const listStatements = new WeakMap<Kysely<DB>, CompiledQuery<KeyView>>();
+
+export async function listKeys(db: Kysely<DB>, ownerId: string): Promise<KeyView[]> {
+  let statement = listStatements.get(db);
+  if (!statement) {
+    statement = db.selectFrom('api_keys').select(KEY_COLUMNS).where('owner_id', '=', ownerId).orderBy('created_at', 'desc').orderBy('id').compile();
+    listStatements.set(db, statement);
+  }
+  const { rows } = await db.executeQuery<KeyView>({ ...statement, parameters: [ownerId] });
+  return rows;
 }
 
 export function findKey(db: Kysely<DB>, ownerId: string, id: string) {
