@@ -1,5 +1,7 @@
 import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import type { BillingAccountsTable, DB } from '../../db/types.ts';
+import type { Activity } from '../dashboard/activity.ts';
+import { activityJson, NO_INTERFACE } from '../dashboard/repository.ts';
 
 /** The first day (UTC) of the calendar month `at` falls in, as the usage table keys it. */
 export const monthStart = (at: Date) => new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1));
@@ -22,15 +24,27 @@ export async function usageOf(db: Kysely<DB>, ownerId: string, periodStart: Date
   return row ?? { messages: 0, queries: 0, tokensIn: 0, tokensOut: 0 };
 }
 
-/** Counts one answered knowledge-base query and its tokens (the chat turn counts itself in its own statement). */
-export async function recordQueryUsage(db: Kysely<DB>, ownerId: string, usage: { promptTokens: number; completionTokens: number }, at = new Date()) {
+/**
+ * Counts one answered knowledge-base query and its tokens (the chat turn counts itself in its own statement), and
+ * its activity in the owner's dashboard rollups: one statement, since it runs on every query's path.
+ */
+export async function recordQueryUsage(
+  db: Kysely<DB>,
+  ownerId: string,
+  usage: { promptTokens: number; completionTokens: number },
+  activity: Activity,
+  at = new Date(),
+) {
   await sql`
-    insert into usage_periods (owner_id, period_start, queries, tokens_in, tokens_out)
-    values (${ownerId}::uuid, ${day(monthStart(at))}::date, 1, ${usage.promptTokens}, ${usage.completionTokens})
-    on conflict (owner_id, period_start) do update
-      set queries = usage_periods.queries + 1,
-          tokens_in = usage_periods.tokens_in + excluded.tokens_in,
-          tokens_out = usage_periods.tokens_out + excluded.tokens_out`.execute(db);
+    with metered as (
+      insert into usage_periods (owner_id, period_start, queries, tokens_in, tokens_out)
+      values (${ownerId}::uuid, ${day(monthStart(at))}::date, 1, ${usage.promptTokens}, ${usage.completionTokens})
+      on conflict (owner_id, period_start) do update
+        set queries = usage_periods.queries + 1,
+            tokens_in = usage_periods.tokens_in + excluded.tokens_in,
+            tokens_out = usage_periods.tokens_out + excluded.tokens_out
+      returning owner_id)
+    select count_activity(owner_id, ${NO_INTERFACE}::uuid, ${activityJson(activity)}) from metered`.execute(db);
 }
 
 export type BillingAccountRow = Selectable<BillingAccountsTable>;

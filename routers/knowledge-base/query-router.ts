@@ -7,7 +7,6 @@ import * as repo from './repository.ts';
 import { ownedConfig } from './configs-router.ts';
 import { type AnswerEvent, answerQuery, streamAnswer } from './answer.ts';
 import { recordQueryUsage } from '../billing/repository.ts';
-import { countActivity } from '../dashboard/repository.ts';
 import { kbQueryActivity } from '../dashboard/activity.ts';
 import type { AiUsage } from '../../adapters/outbound/ai/core/response.ts';
 
@@ -15,8 +14,7 @@ const tags = ['Knowledge base'];
 
 /** Meters a direct query (the plan's usage) and counts it in the owner's dashboard. */
 async function countQuery(db: Parameters<typeof recordQueryUsage>[0], ownerId: string, query: string, answer: { usage: AiUsage; grounded: boolean }) {
-  await recordQueryUsage(db, ownerId, answer.usage);
-  await countActivity(db, ownerId, null, kbQueryActivity(query, answer.grounded, answer.usage));
+  await recordQueryUsage(db, ownerId, answer.usage, kbQueryActivity(query, answer.grounded, answer.usage));
 }
 
 /** Counts a streamed answer once it is complete (a stream cut short answered nothing to count). */
