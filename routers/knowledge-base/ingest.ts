@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { countActivity } from '../dashboard/repository.ts';
-import { RecursiveCharacterTextSplitter } from '@langchain/textsplitters';
 import type { AppDeps } from '../context.ts';
-import { ParseError, type ExtractedPage } from '../../adapters/outbound/parsers/extract.ts';
+import { ParseError } from '../../adapters/outbound/parsers/extract.ts';
+import type { PreparedChunk } from '../../adapters/outbound/parsers/prepare.ts';
 import type { Job, JobContext } from '../jobs/queue.ts';
 import { analyze, termFrequencies, type AnalyzerLanguage } from '../../adapters/outbound/text/text-analysis.ts';
 import { countTokens } from '../../adapters/outbound/text/tokens.ts';
@@ -45,26 +45,17 @@ const CHUNKS_PER_WRITE = 2_000;
 /** Per-document ceilings: beyond them a document fails with a reason instead of exhausting memory. */
 const MAX_EXTRACTED_CHARACTERS = 20_000_000;
 const MAX_CHUNKS = 20_000;
+/** Read-ahead of a batch's parsing (see createReadAhead): files in flight or parsed and not yet written. */
+const READ_AHEAD_DOCUMENTS = 8;
+const READ_AHEAD_BYTES = 8 * 1024 * 1024;
+/**
+ * A group this large is written while the next document is still being parsed rather than waiting to grow: its
+ * transaction is long enough to overlap with parsing. Smaller groups keep growing, so a backlog of small documents
+ * still goes in a few large transactions.
+ */
+const MIN_CHUNKS_TO_OVERLAP = 200;
 
-export interface PreparedChunk {
-  index: number;
-  page: number | null;
-  text: string;
-}
-
-/** Splits page by page so every chunk keeps the page it came from. */
-export async function splitPages(pages: ExtractedPage[], chunkSize: number, chunkOverlap: number): Promise<PreparedChunk[]> {
-  const splitter = new RecursiveCharacterTextSplitter({ chunkSize, chunkOverlap });
-  const chunks: PreparedChunk[] = [];
-  for (const page of pages) {
-    if (!page.text.trim()) continue;
-    for (const text of await splitter.splitText(page.text)) {
-      const trimmed = text.trim();
-      if (trimmed) chunks.push({ index: chunks.length, page: page.page, text: trimmed });
-    }
-  }
-  return chunks;
-}
+export { splitPages, type PreparedChunk } from '../../adapters/outbound/parsers/prepare.ts';
 
 export async function failDocument(deps: Pick<AppDeps, 'database' | 'webhookJobs'>, documentId: string, reason: string) {
   await withEvents(
@@ -84,6 +75,8 @@ interface Prepared {
   doc: KbDocumentRow;
   pageCount: number | null;
   chunks: PreparedChunk[];
+  /** Embedded with the parsing (the local model), or undefined to embed with the group. */
+  vectors: Float32Array[] | undefined;
 }
 
 /**
@@ -151,19 +144,14 @@ async function ingestForConfig(
     groupChunks = 0;
     if (ready.length > 0) await embedAndWrite(deps, config, ready, ctx, failures);
   };
-  // Parsing runs in the worker pool: ask for the next documents while one is being parsed, a few at a time, so
-  // the pool stays busy without holding every file of the batch in memory.
-  const extractions = items.map(({ job, doc }) => ({ job, doc, result: undefined as Promise<Prepared | Error> | undefined }));
-  const start = (i: number) => {
-    const item = extractions[i];
-    if (item && !item.result) item.result = prepare(deps, config, item.job, item.doc, ctx).catch((error: unknown) => error as Error);
-  };
-  const AHEAD = 4;
-  for (let i = 0; i < AHEAD; i++) start(i);
-  for (let i = 0; i < extractions.length; i++) {
-    start(i + AHEAD);
-    const item = extractions[i]!;
-    const prepared = await item.result!;
+  const ahead = createReadAhead(items, (item) => prepare(deps, config, item.job, item.doc, ctx));
+  for (;;) {
+    // The pool parses while this thread writes: a group already worth a transaction is written as soon as the next
+    // document is not parsed yet, instead of after the batch's last extraction (the two used to take turns).
+    if (groupChunks >= MIN_CHUNKS_TO_OVERLAP && ahead.waiting()) await flush();
+    const next = await ahead.next();
+    if (!next) break;
+    const { item, prepared } = next;
     if (prepared instanceof Error) {
       await recordFailure(deps, item.job, prepared, ctx, failures);
       continue;
@@ -175,16 +163,62 @@ async function ingestForConfig(
   await flush();
 }
 
+/**
+ * The documents of a batch parsed ahead of the one being written, in order, within a budget: at most
+ * READ_AHEAD_DOCUMENTS and READ_AHEAD_BYTES of files at once (but always one), counting those parsed and not yet
+ * taken. A count alone let a batch of large PDFs hold four files and their text at once while the pool could parse
+ * only one of them.
+ */
+export function createReadAhead<T extends { doc: Pick<KbDocumentRow, 'size_bytes'> }, R>(items: T[], start: (item: T) => Promise<R>) {
+  const inFlight: Array<{ item: T; bytes: number; settled: boolean; result: Promise<R | Error> }> = [];
+  let nextIndex = 0;
+  let heldBytes = 0;
+  const fill = () => {
+    while (nextIndex < items.length) {
+      const item = items[nextIndex]!;
+      const bytes = Math.max(0, Number(item.doc.size_bytes) || 0);
+      if (inFlight.length > 0 && (inFlight.length >= READ_AHEAD_DOCUMENTS || heldBytes + bytes > READ_AHEAD_BYTES)) return;
+      nextIndex++;
+      heldBytes += bytes;
+      const entry = { item, bytes, settled: false, result: undefined as unknown as Promise<R | Error> };
+      entry.result = start(item)
+        .catch((error: unknown) => error as Error)
+        .finally(() => (entry.settled = true));
+      inFlight.push(entry);
+    }
+  };
+  fill();
+  return {
+    /** True when the next document is still being parsed (taking it now would wait). */
+    waiting: () => inFlight.length > 0 && !inFlight[0]!.settled,
+    /** The next document in order with its result (an Error when it failed), or undefined after the last. */
+    async next(): Promise<{ item: T; prepared: R | Error } | undefined> {
+      const head = inFlight[0];
+      if (!head) return undefined;
+      const prepared = await head.result;
+      inFlight.shift();
+      heldBytes -= head.bytes;
+      fill();
+      return { item: head.item, prepared };
+    },
+  };
+}
+
 async function prepare(deps: IngestDeps, config: KbConfigRow, job: Job<IngestPayload>, doc: KbDocumentRow, ctx: JobContext): Promise<Prepared> {
   const bytes = await deps.blobs.get(doc.blob_key);
-  const extracted = await deps.documentPool.extract(doc.kind, bytes, { signal: ctx.signal });
-  if (extracted.characters > MAX_EXTRACTED_CHARACTERS)
-    throw new ParseError(`The document holds more than ${MAX_EXTRACTED_CHARACTERS.toLocaleString('en')} characters of text; split it into smaller files`);
-  const chunks = await splitPages(extracted.pages, config.chunk_size, config.chunk_overlap);
-  if (chunks.length === 0) throw new ParseError('The document contains no text');
-  if (chunks.length > MAX_CHUNKS)
-    throw new ParseError(`The document makes ${chunks.length} chunks, more than the ${MAX_CHUNKS} allowed; use a larger chunk size or split the file`);
-  return { job, doc, pageCount: extracted.pageCount, chunks };
+  // The local model's vectors are made in the worker that parsed the document, right after parsing (as
+  // documentEmbedderFor would make them there, one task later); a provider's are fetched for the whole group.
+  const settings = config.serving_embedding;
+  const embed = settings.provider === 'local' ? { dimensions: settings.dimensions, language: config.language as AnalyzerLanguage } : undefined;
+  const prepared = await deps.documentPool.prepare(doc.kind, bytes, {
+    chunkSize: config.chunk_size,
+    chunkOverlap: config.chunk_overlap,
+    maxCharacters: MAX_EXTRACTED_CHARACTERS,
+    maxChunks: MAX_CHUNKS,
+    signal: ctx.signal,
+    embed,
+  });
+  return { job, doc, pageCount: prepared.pageCount, chunks: prepared.chunks, vectors: prepared.vectors };
 }
 
 async function embedAndWrite(deps: IngestDeps, config: KbConfigRow, group: Prepared[], ctx: JobContext, failures: Map<string, unknown>) {
@@ -194,7 +228,7 @@ async function embedAndWrite(deps: IngestDeps, config: KbConfigRow, group: Prepa
   try {
     await setDocumentsStage(db, ids, 'embedding');
     const embedder = documentEmbedderFor(deps, config);
-    const texts = group.flatMap((p) => p.chunks.map((c) => c.text));
+    const texts = group.flatMap((p) => (p.vectors ? [] : p.chunks.map((c) => c.text)));
     vectors = [];
     for (let i = 0; i < texts.length; i += EMBED_BATCH) {
       const batch = await embedder.embed(texts.slice(i, i + EMBED_BATCH), ctx.signal);
@@ -208,6 +242,7 @@ async function embedAndWrite(deps: IngestDeps, config: KbConfigRow, group: Prepa
   }
   let offset = 0;
   const withVectors = group.map((p) => {
+    if (p.vectors) return { ...p, vectors: p.vectors };
     const own = vectors.slice(offset, offset + p.chunks.length);
     offset += p.chunks.length;
     return { ...p, vectors: own };
@@ -231,7 +266,7 @@ async function embedAndWrite(deps: IngestDeps, config: KbConfigRow, group: Prepa
 }
 
 /** One transaction: the documents' chunks, postings and vectors, `completed`, content_version, webhooks. */
-async function writeDocuments(deps: IngestDeps, config: KbConfigRow, group: Array<Prepared & { vectors: Float32Array[] }>) {
+async function writeDocuments(deps: IngestDeps, config: KbConfigRow, group: Array<Omit<Prepared, 'vectors'> & { vectors: Float32Array[] }>) {
   const db = deps.database.db;
   const language = config.language as AnalyzerLanguage;
   const withVec = deps.vectorSearch === 'pgvector' || (await hasVecColumn(db));

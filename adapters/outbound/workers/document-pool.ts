@@ -1,7 +1,8 @@
 import type { EmbeddingResult } from '../embeddings/embedder.ts';
 import { ParseError, type DocumentKind, type ExtractedDocument, type ZipLimits } from '../parsers/extract.ts';
 import type { AnalyzerLanguage } from '../text/text-analysis.ts';
-import type { DocumentTask } from './document-worker.ts';
+import type { PreparedDocument, PrepareOptions } from '../parsers/prepare.ts';
+import type { DocumentTask, LocalModel } from './document-worker.ts';
 import { createWorkerPool, WorkerFailure, WorkerTaskError, type WorkerPoolStats } from './pool.ts';
 
 /**
@@ -12,6 +13,12 @@ import { createWorkerPool, WorkerFailure, WorkerTaskError, type WorkerPoolStats 
  */
 export interface DocumentPool {
   extract(kind: DocumentKind, bytes: Uint8Array, options?: { signal?: AbortSignal; zipLimits?: ZipLimits }): Promise<ExtractedDocument>;
+  /**
+   * Extraction and splitting in one task (parsers/prepare.ts), and with `embed` the chunks' local embeddings too: a
+   * document comes back ready to be written, in one round trip, and is embedded as soon as it is parsed rather than
+   * behind the parsing of the documents after it.
+   */
+  prepare(kind: DocumentKind, bytes: Uint8Array, options: PrepareOptions & { embed?: LocalModel }): Promise<PreparedDocument & { vectors?: Float32Array[] }>;
   embedLocal(texts: string[], model: { dimensions: number; language: AnalyzerLanguage }, signal?: AbortSignal): Promise<EmbeddingResult>;
   stats(): WorkerPoolStats;
   close(): Promise<void>;
@@ -58,6 +65,16 @@ export function createDocumentPool(options: DocumentPoolOptions): DocumentPool {
       const task: DocumentTask = { type: 'extract', kind, bytes: copy, zipLimits };
       try {
         return await pool.run<ExtractedDocument>(task, { signal, transfer: [copy.buffer] });
+      } catch (error) {
+        throw reasonFor(error, 'Parsing');
+      }
+    },
+
+    async prepare(kind, bytes, { signal, embed, ...options }) {
+      const copy = new Uint8Array(bytes);
+      const task: DocumentTask = { type: 'prepare', kind, bytes: copy, options, embed };
+      try {
+        return await pool.run<PreparedDocument & { vectors?: Float32Array[] }>(task, { signal, transfer: [copy.buffer] });
       } catch (error) {
         throw reasonFor(error, 'Parsing');
       }

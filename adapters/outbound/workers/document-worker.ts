@@ -5,12 +5,19 @@
 import type { Embedder } from '../embeddings/embedder.ts';
 import { createLocalEmbedder } from '../embeddings/local-embedder.ts';
 import { extractDocument, type DocumentKind, type ZipLimits } from '../parsers/extract.ts';
+import { prepareDocument, type PrepareOptions } from '../parsers/prepare.ts';
 import type { AnalyzerLanguage } from '../text/text-analysis.ts';
 import { serveTasks, type TaskResult } from './serve-tasks.ts';
 
 export type DocumentTask =
   | { type: 'extract'; kind: DocumentKind; bytes: Uint8Array; zipLimits?: ZipLimits }
-  | { type: 'embed-local'; texts: string[]; dimensions: number; language: AnalyzerLanguage };
+  | { type: 'embed-local'; texts: string[]; dimensions: number; language: AnalyzerLanguage }
+  | { type: 'prepare'; kind: DocumentKind; bytes: Uint8Array; options: Omit<PrepareOptions, 'signal'>; embed?: LocalModel };
+
+export interface LocalModel {
+  dimensions: number;
+  language: AnalyzerLanguage;
+}
 
 const embedders = new Map<string, Embedder>();
 
@@ -28,6 +35,12 @@ async function handle(task: DocumentTask): Promise<TaskResult> {
   switch (task.type) {
     case 'extract':
       return { value: await extractDocument(task.kind, task.bytes, { zipLimits: task.zipLimits }) };
+    case 'prepare': {
+      const prepared = await prepareDocument(task.kind, task.bytes, task.options);
+      if (!task.embed) return { value: prepared };
+      const { vectors } = await localEmbedder(task.embed.dimensions, task.embed.language).embed(prepared.chunks.map((c) => c.text));
+      return { value: { ...prepared, vectors }, transfer: vectors.map((v) => v.buffer as ArrayBuffer) };
+    }
     case 'embed-local': {
       const result = await localEmbedder(task.dimensions, task.language).embed(task.texts);
       return { value: result, transfer: result.vectors.map((v) => v.buffer as ArrayBuffer) };

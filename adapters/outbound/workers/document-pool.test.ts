@@ -1,0 +1,30 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { createLocalEmbedder } from '../embeddings/local-embedder.ts';
+import { ParseError } from '../parsers/extract.ts';
+import { prepareDocument } from '../parsers/prepare.ts';
+import { createDocumentPool } from './document-pool.ts';
+
+describe('document pool: prepare', () => {
+  const pool = createDocumentPool({ size: 1, deadlineMs: 30_000, memoryMb: 256 });
+  afterAll(() => pool.close());
+  const options = { chunkSize: 120, chunkOverlap: 0, maxCharacters: 1_000_000, maxChunks: 1_000 };
+  const bytes = new TextEncoder().encode(Array.from({ length: 40 }, (_, i) => `Sentence ${i} about ingestion and retrieval.`).join(' '));
+
+  it('parses, splits and embeds in the worker exactly as the same steps do in process', async () => {
+    const model = { dimensions: 64, language: 'en' as const };
+    const inWorker = await pool.prepare('txt', bytes, { ...options, embed: model });
+    const here = await prepareDocument('txt', bytes, options);
+    expect(inWorker.chunks).toEqual(here.chunks);
+    const { vectors } = await createLocalEmbedder(model).embed(here.chunks.map((c) => c.text));
+    expect(inWorker.vectors?.map((v) => [...v])).toEqual(vectors.map((v) => [...v]));
+  });
+
+  it('leaves embedding to the caller without a local model, and fails with the parser reason', async () => {
+    const prepared = await pool.prepare('txt', bytes, options);
+    expect(prepared.vectors).toBeUndefined();
+    expect(prepared.chunks.length).toBeGreaterThan(1);
+    const failure = await pool.prepare('txt', bytes, { ...options, maxChunks: 1 }).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(ParseError);
+    expect((failure as ParseError).reason).toMatch(/more than the 1 allowed/);
+  });
+});
