@@ -257,6 +257,8 @@ export async function startApp(config: Config, options: { database?: Database; l
         for (const sweeper of sweepers) clearInterval(sweeper);
         // Within main.ts's 10 s shutdown bound: handlers still running after 8 s are released, not left leased.
         await Promise.all([deps.jobs.stop(8_000), deps.webhookJobs.stop(8_000)]);
+        // In-memory index builds read the database page by page: they stop at the next page.
+        await Promise.all([deps.lexicalIndexes.close(), deps.vectorIndexes.close()]);
         // After the workers (a delivery may still record a refused address), before the database closes.
         await securityEvents.close();
         await deps.documentPool.close();

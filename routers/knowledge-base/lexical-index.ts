@@ -26,6 +26,8 @@ export interface LexicalIndexes {
   ): Promise<Array<{ chunkId: string; score: number }>>;
   /** Resolves when no build is running (tests and benchmarks wait for the index to be ready). */
   idle(): Promise<void>;
+  /** Stops building (running builds end at their next page); resolves when none runs. */
+  close(): Promise<void>;
 }
 
 interface Index {
@@ -75,8 +77,9 @@ export function createLexicalIndexes(options: { maxPostings: number; logger: Pic
       }
       if (size > options.maxPostings) return undefined; // too large to hold: this knowledge base stays on SQL
       after = page.at(-1)!.id;
-      // Other requests run between pages.
+      // Other requests run between pages; a closing instance stops here, before its database closes.
       await new Promise((resolve) => setImmediate(resolve));
+      if (indexes.closed) return undefined;
     }
     if ((await contentVersionOf(db, configId)) !== version) return undefined; // changed while we read: the next query retries
     const postings = new Map<string, { chunks: Int32Array; tfs: Float64Array }>();
@@ -95,6 +98,7 @@ export function createLexicalIndexes(options: { maxPostings: number; logger: Pic
       return lexicalSearch(db, config.id, queryTerms, limit);
     },
     idle: () => indexes.idle(),
+    close: () => indexes.close(),
   };
 }
 

@@ -13,6 +13,10 @@ export interface MemoryIndexes<T> {
   build(key: string, build: () => Promise<BuiltIndex<T> | undefined>): Promise<void>;
   /** Resolves when no build is running (tests and benchmarks wait for the indexes to be ready). */
   idle(): Promise<void>;
+  /** No build starts any more, running ones stop at their next page; resolves when none runs (before the database closes). */
+  close(): Promise<void>;
+  /** Whether close() was called: a build checks it between pages. */
+  readonly closed: boolean;
 }
 
 export interface BuiltIndex<T> {
@@ -26,6 +30,7 @@ export function createMemoryIndexes<T>(options: { budget: number; kind: string; 
   const held = new Map<string, BuiltIndex<T>>();
   const building = new Map<string, Promise<void>>();
   let total = 0;
+  let closed = false;
 
   function keep(key: string, index: BuiltIndex<T>) {
     const old = held.get(key);
@@ -52,6 +57,7 @@ export function createMemoryIndexes<T>(options: { budget: number; kind: string; 
     build(key, build) {
       const running = building.get(key);
       if (running) return running;
+      if (closed) return Promise.resolve();
       const run = build()
         .then((built) => {
           if (built) keep(key, built);
@@ -63,6 +69,13 @@ export function createMemoryIndexes<T>(options: { budget: number; kind: string; 
     },
     async idle() {
       while (building.size > 0) await Promise.all(building.values());
+    },
+    close() {
+      closed = true;
+      return this.idle();
+    },
+    get closed() {
+      return closed;
     },
   };
 }

@@ -19,6 +19,8 @@ export interface VectorIndexes {
   search(db: Kysely<DB>, params: VectorQuery): Promise<Array<{ chunkId: string; similarity: number }>>;
   /** Resolves when no build is running. */
   idle(): Promise<void>;
+  /** Stops building (running builds end at their next page); resolves when none runs. */
+  close(): Promise<void>;
 }
 
 export interface VectorQuery {
@@ -68,10 +70,11 @@ export function createVectorIndexes(options: { mode: VectorSearchMode; maxFloats
     await readPages(db, q, (page) => {
       rows.push(...page);
       tooLarge = rows.length * (rows[0]?.embedding.length ?? 0) > options.maxFloats;
-      return !tooLarge;
+      // A closing instance stops here, before its database closes.
+      return !tooLarge && !indexes.closed;
     });
-    // Too large to hold, or changed while we read: not kept (the next query retries a changed one).
-    if (tooLarge || (await contentVersionOf(db, q.configId)) !== contentVersion) return undefined;
+    // Too large to hold, closing, or changed while we read: not kept (the next query retries a changed one).
+    if (tooLarge || indexes.closed || (await contentVersionOf(db, q.configId)) !== contentVersion) return undefined;
     const matrix = toMatrix(rows);
     return { version: versionOf({ version: q.version, contentVersion }), value: matrix, size: matrix.data.length };
   }
@@ -105,6 +108,7 @@ export function createVectorIndexes(options: { mode: VectorSearchMode; maxFloats
       return best.sorted();
     },
     idle: () => indexes.idle(),
+    close: () => indexes.close(),
   };
 }
 
