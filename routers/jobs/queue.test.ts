@@ -321,12 +321,13 @@ describe(`job queue (${engine})`, () => {
   it('a worker that crashes mid-batch: every job of the batch comes back after its lease and is done once', async () => {
     const crashed = makeQueue({ workerId: 'batch-crashed' });
     let started = 0;
+    // Enqueued before the worker starts: a worker polling between two enqueues would claim a batch of one.
+    const ids = [];
+    for (let n = 0; n < 3; n++) ids.push(await crashed.enqueue('batch', { n }));
     crashed.start(
       { batch: batchJobHandler(10, (jobs) => ((started += jobs.length), new Promise<Map<string, unknown>>(() => {}))) },
       { leaseMs: 60_000, pollIntervalMs: 60_000, concurrency: 1 },
     );
-    const ids = [];
-    for (let n = 0; n < 3; n++) ids.push(await crashed.enqueue('batch', { n }));
     crashed.notify();
     await waitFor(() => started === 3, 5000, 'the batch to be claimed');
     for (const id of ids) expect(await row(id)).toMatchObject({ status: 'running', locked_by: 'batch-crashed' });

@@ -350,8 +350,9 @@ describe('owner-wide figures', () => {
 
 describe('rate-limit refusals', () => {
   it('429s of an interface’s key show in its monitoring, from the security counts of every instance', async () => {
-    // A second instance on the same database with a chat budget of 2 per window.
-    const peer = await app.startPeer({ RATE_LIMIT_CHAT: '2' });
+    // A second instance on the same database with a chat budget of 2 per window; with Redis, counted under a prefix
+    // of its own, since the chats of the tests above are already counted under the shared one.
+    const peer = await app.startPeer({ RATE_LIMIT_CHAT: '2', RATE_LIMIT_KEY_PREFIX: `dashboard-peer-${Date.now()}:` });
     try {
       const statuses: number[] = [];
       for (let i = 0; i < 4; i++) {
