@@ -122,13 +122,15 @@ async function record(
   deps.onOutcome?.(result.succeeded);
   let queued = 0;
   const stored = await deps.db.transaction().execute(async (trx) => {
+    // The endpoint's row is locked before the delivery's: deleting an endpoint locks it and then (cascading) its
+    // deliveries, and the opposite order deadlocked with it on PostgreSQL (the delete answered 500).
+    const endpoint = await repo.recordEndpointOutcome(trx, delivery.webhook_id, result.succeeded, at);
     const saved = await repo.saveAttempt(trx, delivery.id, {
       status: next.status,
       countsAsAutomatic: next.automatic,
       nextAttemptAt: next.nextAttemptAt,
       attempt: result.attempt,
     });
-    const endpoint = await repo.recordEndpointOutcome(trx, delivery.webhook_id, result.succeeded, at);
     await countWebhookAttempt(trx, delivery.webhook_id, result.succeeded);
     if (!endpoint?.enabled) return saved;
     let reason: 'gone' | 'failing' | undefined;

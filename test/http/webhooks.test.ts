@@ -272,7 +272,8 @@ describe('events, signatures and delivery', () => {
     // Ids are unique per event; timestamps are ISO.
     expect(new Set(got.map((r) => r.headers['webhook-id'])).size).toBe(got.length);
     for (const p of payloads(got)) expect(Number.isNaN(Date.parse(p.timestamp))).toBe(false);
-    await app.request('DELETE', `${base}/${hook.webhook.id}`, { token: ent.token });
+    // Deleted while deliveries of it may still be running (this once deadlocked with them on PostgreSQL).
+    expect((await app.request('DELETE', `${base}/${hook.webhook.id}`, { token: ent.token })).status).toBe(200);
   });
 
   it('standardwebhooks rejects a tampered body, a wrong secret and a 6-minute-old timestamp', async () => {
