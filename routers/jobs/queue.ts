@@ -276,6 +276,20 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
     return stillOurs;
   }
 
+  /** Renews the run's leases every third of a lease, one renewal in flight at a time. */
+  function keepLeases(run: Run, leaseMs: number, fields: Record<string, unknown>) {
+    run.timer = setInterval(
+      () => {
+        if (run.heartbeatInFlight) return;
+        run.heartbeatInFlight = true;
+        heartbeat(run, leaseMs)
+          .catch((error: unknown) => logger.warn('job heartbeat failed', { ...fields, error: errorText(error) }))
+          .finally(() => (run.heartbeatInFlight = false));
+      },
+      Math.max(1, Math.floor(leaseMs / 3)),
+    );
+  }
+
   async function runJob(run: Run, table: Record<string, JobHandler>, leaseMs: number): Promise<void> {
     const { job } = run;
     const fields = { jobId: job.id, kind: job.kind, attempt: job.attempts, maxAttempts: job.maxAttempts };
@@ -300,16 +314,7 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
         return;
       }
 
-      run.timer = setInterval(
-        () => {
-          if (run.heartbeatInFlight) return;
-          run.heartbeatInFlight = true;
-          heartbeat(run, leaseMs)
-            .catch((error: unknown) => logger.warn('job heartbeat failed', { ...fields, error: errorText(error) }))
-            .finally(() => (run.heartbeatInFlight = false));
-        },
-        Math.max(1, Math.floor(leaseMs / 3)),
-      );
+      keepLeases(run, leaseMs, fields);
 
       const ctx: JobContext = {
         signal: run.controller.signal,
@@ -400,16 +405,7 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
       run.jobs = live;
       run.job = live[0]!;
 
-      run.timer = setInterval(
-        () => {
-          if (run.heartbeatInFlight) return;
-          run.heartbeatInFlight = true;
-          heartbeat(run, leaseMs)
-            .catch((error: unknown) => logger.warn('job heartbeat failed', { ...fields, error: errorText(error) }))
-            .finally(() => (run.heartbeatInFlight = false));
-        },
-        Math.max(1, Math.floor(leaseMs / 3)),
-      );
+      keepLeases(run, leaseMs, fields);
       const ctx: JobContext = {
         signal: run.controller.signal,
         heartbeat: async () => {

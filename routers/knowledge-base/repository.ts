@@ -71,8 +71,6 @@ export const listDocuments = (db: Db, ownerId: string, configId: string) =>
     .orderBy('id')
     .execute();
 
-export const findDocumentById = (db: Db, id: string) => db.selectFrom('kb_documents').selectAll().where('id', '=', id).executeTakeFirst();
-
 export const findDocumentsByIds = (db: Db, ids: string[]) =>
   ids.length === 0 ? Promise.resolve([]) : db.selectFrom('kb_documents').selectAll().where('id', 'in', ids).execute();
 
