@@ -1,4 +1,7 @@
-import { mkdirSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { connect as connectTcp, type Socket } from 'node:net';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
@@ -130,10 +133,36 @@ async function listenPostgres(url: string, channel: string, listener: ChangeList
   };
 }
 
-/** Embedded PGlite in a data directory (the zero-setup default). Never open one directory from two processes. */
-export async function openPGlite(options: { dataDir?: string; loadDataDir?: Blob }): Promise<Database> {
-  if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
-  const pglite = await PGlite.create({ dataDir: options.dataDir, loadDataDir: options.loadDataDir, extensions: { vector, btree_gist } });
+/** PostgreSQL's buffer pool inside PGlite, in MB, unless the caller sets it (the service: PGLITE_SHARED_BUFFERS_MB). */
+const DEFAULT_SHARED_BUFFERS_MB = 32;
+const INITDB_SCRIPT = fileURLToPath(new URL('./pglite-initdb.mjs', import.meta.url));
+const INITDB_TIMEOUT_MS = 120_000;
+
+/** Runs initdb for a new data directory in a short-lived child process (see pglite-initdb.mjs for why). */
+function initialiseDataDir(dataDir: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [INITDB_SCRIPT, dataDir], { timeout: INITDB_TIMEOUT_MS, maxBuffer: 1024 * 1024 }, (error, _stdout, stderr) =>
+      error ? reject(new Error(`creating the PGlite data directory ${dataDir} failed: ${stderr.trim().slice(-500) || error.message}`)) : resolve(),
+    );
+  });
+}
+
+/**
+ * Embedded PGlite in a data directory (the zero-setup default). Never open one directory from two processes.
+ * `sharedBuffersMb` sizes PostgreSQL's buffer pool (PGlite's own default is 128 MB, most of an idle service's
+ * memory); the operating system's file cache still holds what the pool does not.
+ */
+export async function openPGlite(options: { dataDir?: string; loadDataDir?: Blob; sharedBuffersMb?: number }): Promise<Database> {
+  if (options.dataDir) {
+    mkdirSync(options.dataDir, { recursive: true });
+    if (!options.loadDataDir && !existsSync(join(options.dataDir, 'PG_VERSION'))) await initialiseDataDir(options.dataDir);
+  }
+  const pglite = await PGlite.create({
+    dataDir: options.dataDir,
+    loadDataDir: options.loadDataDir,
+    extensions: { vector, btree_gist },
+    startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${options.sharedBuffersMb ?? DEFAULT_SHARED_BUFFERS_MB}MB`],
+  });
   const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) });
   // One in-process connection: notifications arrive before the notifying statement's result, and are never lost.
   // LISTEN and UNLISTEN go through the dialect's lock, so they never land inside another caller's transaction.

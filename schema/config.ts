@@ -65,6 +65,8 @@ export const configSchema = z.object({
   RATE_LIMIT_WINDOW_SECONDS: positiveInt(60),
   /** Redis key prefix for rate-limit counters; instances that must share counts use the same one. */
   RATE_LIMIT_KEY_PREFIX: z.string().max(64).default('rl:'),
+  /** The embedded database's buffer pool (MB); the operating system's file cache holds the rest of its pages. */
+  PGLITE_SHARED_BUFFERS_MB: z.coerce.number().int().min(1).max(4096).default(32),
   JSON_BODY_LIMIT_BYTES: positiveInt(1024 * 1024),
   QUERY_CACHE_LIMIT_BYTES: positiveInt(256 * 1024),
   /** 'auto' uses pgvector when the database has it; 'exact' always scores stored vectors in the service. */

@@ -77,7 +77,9 @@ export interface RunningApp {
 }
 
 export async function openDatabase(config: Config): Promise<Database> {
-  return config.DATABASE_URL ? openPostgres(config.DATABASE_URL) : openPGlite({ dataDir: join(config.DATA_DIR, 'pglite') });
+  return config.DATABASE_URL
+    ? openPostgres(config.DATABASE_URL)
+    : openPGlite({ dataDir: join(config.DATA_DIR, 'pglite'), sharedBuffersMb: config.PGLITE_SHARED_BUFFERS_MB });
 }
 
 /**
