@@ -160,6 +160,8 @@ export async function openPGlite(options: { dataDir?: string; loadDataDir?: Blob
   const pglite = await PGlite.create({
     dataDir: options.dataDir,
     loadDataDir: options.loadDataDir,
+    // pgvector stays loaded for data directories whose earlier migrations created the extension (0002); nothing
+    // uses it since vectors are stored as bytes (0018).
     extensions: { vector, btree_gist },
     startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${options.sharedBuffersMb ?? DEFAULT_SHARED_BUFFERS_MB}MB`],
   });

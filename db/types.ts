@@ -177,7 +177,8 @@ export interface KbVectorsTable {
   chunk_id: string;
   config_id: string;
   version: number;
-  embedding: number[];
+  /** float32 values, big-endian (PostgreSQL's binary form of real); see routers/knowledge-base/search-repository.ts. */
+  embedding: Uint8Array;
 }
 
 export interface ChatSessionsTable {

@@ -9,7 +9,6 @@ import type { GuardedHttpClient } from '../adapters/outbound/http/guarded-client
 import type { Caller } from './auth/principal.ts';
 import type { BlobStore } from '../adapters/outbound/blobs/blob-store.ts';
 import type { JobQueue } from './jobs/queue.ts';
-import type { VectorSearchMode } from './knowledge-base/vectors.ts';
 import type { LexicalIndexes } from './knowledge-base/lexical-index.ts';
 import type { VectorIndexes } from './knowledge-base/vector-index.ts';
 import type { ApiKeyCache } from './api-keys/key-cache.ts';
@@ -37,7 +36,6 @@ export interface AppDeps {
   jobs: JobQueue;
   /** The same jobs table, claimed by the webhook delivery workers (their own concurrency). */
   webhookJobs: JobQueue;
-  vectorSearch: VectorSearchMode;
   /** In-memory BM25 indexes of knowledge bases, per instance, each for one content version. */
   lexicalIndexes: LexicalIndexes;
   /** In-memory vector matrices of knowledge bases, per instance, each for one embedding and content version. */

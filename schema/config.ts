@@ -69,8 +69,6 @@ export const configSchema = z.object({
   PGLITE_SHARED_BUFFERS_MB: z.coerce.number().int().min(1).max(4096).default(32),
   JSON_BODY_LIMIT_BYTES: positiveInt(1024 * 1024),
   QUERY_CACHE_LIMIT_BYTES: positiveInt(256 * 1024),
-  /** 'auto' uses pgvector when the database has it; 'exact' always scores stored vectors in the service. */
-  VECTOR_SEARCH: z.enum(['auto', 'exact']).default('auto'),
   /** Postings held in memory for BM25 across all knowledge bases of an instance (least recently used go first); 0 scores in SQL. */
   LEXICAL_INDEX_MAX_POSTINGS: z.coerce.number().int().min(0).max(100_000_000).default(4_000_000),
   /** Memory for vectors held for similarity search across all knowledge bases of an instance (MB); 0 searches in the database. */

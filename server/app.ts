@@ -31,7 +31,6 @@ import { createWebHandler } from '../adapters/inbound/web/handler.ts';
 import { buildWebAssets } from '../adapters/inbound/web/build.ts';
 import { createDirectoryBlobStore } from '../adapters/outbound/blobs/blob-store.ts';
 import { createJobQueue } from '../routers/jobs/queue.ts';
-import { detectVectorSearch } from '../routers/knowledge-base/vectors.ts';
 import { knowledgeBaseJobHandlers, requeueOrphanedDocuments } from '../routers/knowledge-base/jobs.ts';
 import { webhookJobHandlers } from '../routers/webhooks/delivery.ts';
 import { sweepOrphanedDeliveries } from '../routers/webhooks/sweeper.ts';
@@ -105,7 +104,6 @@ export async function startApp(config: Config, options: { database?: Database; l
     : createMemoryRateLimiter();
   const secrets = createSecretBox(loadEncryptionKey(config.ENCRYPTION_KEY, config.DATA_DIR));
   const sessionCache = createSessionCache({ ttlMs: config.SESSION_CACHE_TTL_MS, maxEntries: SESSION_CACHE_MAX_ENTRIES });
-  const vectorSearch = await detectVectorSearch(database.db, config.VECTOR_SEARCH);
   const deps: AppDeps = {
     config,
     database,
@@ -119,8 +117,7 @@ export async function startApp(config: Config, options: { database?: Database; l
     blobs: createDirectoryBlobStore(join(config.DATA_DIR, 'blobs')),
     jobs: createJobQueue({ db: database.db, logger }),
     webhookJobs: createJobQueue({ db: database.db, logger }),
-    vectorSearch,
-    vectorIndexes: createVectorIndexes({ mode: vectorSearch, maxFloats: config.VECTOR_INDEX_MAX_MB * FLOATS_PER_MB, logger }),
+    vectorIndexes: createVectorIndexes({ maxFloats: config.VECTOR_INDEX_MAX_MB * FLOATS_PER_MB, logger }),
     lexicalIndexes: createLexicalIndexes({ maxPostings: config.LEXICAL_INDEX_MAX_POSTINGS, logger }),
     apiKeyCache: createApiKeyCache({ ttlMs: config.API_KEY_CACHE_TTL_MS, maxEntries: API_KEY_CACHE_MAX_ENTRIES }),
     documentPool: createDocumentPool({ size: config.PARSER_WORKERS, deadlineMs: config.PARSER_DEADLINE_MS, memoryMb: config.PARSER_MEMORY_MB }),

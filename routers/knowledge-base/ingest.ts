@@ -8,7 +8,6 @@ import { analyze, termFrequencies, type AnalyzerLanguage } from '../../adapters/
 import { countTokens } from '../../adapters/outbound/text/tokens.ts';
 import { documentEmbedderFor } from './embedders.ts';
 import { insertVectors } from './vectors.ts';
-import { hasVecColumn } from './search-repository.ts';
 import {
   bumpContentVersion,
   completeDocuments,
@@ -27,7 +26,7 @@ import {
 import { recordEvents, webhookEvent, withEvents } from '../webhooks/outbox.ts';
 
 /** Everything a document's processing touches: its bytes, the pool, the embedder, the index and the outbox. */
-type IngestDeps = Pick<AppDeps, 'database' | 'blobs' | 'documentPool' | 'vectorSearch' | 'webhookJobs' | 'http' | 'secrets'>;
+type IngestDeps = Pick<AppDeps, 'database' | 'blobs' | 'documentPool' | 'webhookJobs' | 'http' | 'secrets'>;
 
 export interface IngestPayload {
   documentId: string;
@@ -269,7 +268,6 @@ async function embedAndWrite(deps: IngestDeps, config: KbConfigRow, group: Prepa
 async function writeDocuments(deps: IngestDeps, config: KbConfigRow, group: Array<Omit<Prepared, 'vectors'> & { vectors: Float32Array[] }>) {
   const db = deps.database.db;
   const language = config.language as AnalyzerLanguage;
-  const withVec = deps.vectorSearch === 'pgvector' || (await hasVecColumn(db));
   // Analysed before the transaction: on the embedded database a transaction holds the only connection.
   const rows = group.map((p) => ({
     prepared: p,
@@ -314,7 +312,7 @@ async function writeDocuments(deps: IngestDeps, config: KbConfigRow, group: Arra
       chunks,
       postings,
     );
-    await insertVectors(trx, vectorRows, withVec);
+    await insertVectors(trx, vectorRows);
     const completed = await completeDocuments(
       trx,
       live.map(({ prepared }) => ({ id: prepared.doc.id, pageCount: prepared.pageCount, chunkCount: prepared.chunks.length })),

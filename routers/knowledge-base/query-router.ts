@@ -96,7 +96,7 @@ export const kbQueryRouter = router({
             vectorCount: z.number().int(),
             dimensions: z.number().int(),
             embeddingModel: z.string(),
-            indexKind: z.enum(['pgvector-exact', 'exact-in-process']),
+            indexKind: z.enum(['exact-in-process']),
             servingVersion: z.number().int(),
             reembedding: z.boolean(),
           }),
@@ -115,7 +115,7 @@ export const kbQueryRouter = router({
         vectorCount: byConfig.get(c.id) ?? 0,
         dimensions: c.embedding.dimensions,
         embeddingModel: c.embedding.model,
-        indexKind: ctx.deps.vectorSearch === 'pgvector' ? ('pgvector-exact' as const) : ('exact-in-process' as const),
+        indexKind: 'exact-in-process' as const,
         servingVersion: c.serving_version,
         reembedding: c.serving_version !== c.embedding_version,
       }));
@@ -137,7 +137,7 @@ export const kbQueryRouter = router({
       z.object({
         status: z.enum(['ok', 'degraded']),
         database: z.object({ status: z.enum(['up', 'down']), kind: z.string(), latencyMs: z.number().nullable() }),
-        vectorSearch: z.object({ mode: z.enum(['pgvector', 'exact']), description: z.string() }),
+        vectorSearch: z.object({ mode: z.enum(['exact']), description: z.string() }),
         embedding: z.object({
           local: z.object({ model: z.string(), status: z.literal('ok') }),
           providers: z.array(z.object({ host: z.string(), model: z.string(), configs: z.number().int() })),
@@ -177,11 +177,8 @@ export const kbQueryRouter = router({
         status: database.status === 'up' && parserOk ? ('ok' as const) : ('degraded' as const),
         database,
         vectorSearch: {
-          mode: deps.vectorSearch,
-          description:
-            deps.vectorSearch === 'pgvector'
-              ? 'pgvector in the database (exact scan)'
-              : 'exact scoring of stored vectors in the service (no pgvector on this database)',
+          mode: 'exact' as const,
+          description: 'exact scoring of stored vectors in the service, held in memory per knowledge base',
         },
         embedding: {
           local: { model: LOCAL_EMBEDDING_MODEL, status: 'ok' as const },

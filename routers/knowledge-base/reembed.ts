@@ -2,7 +2,6 @@ import type { AppDeps } from '../context.ts';
 import type { Job, JobContext } from '../jobs/queue.ts';
 import { documentEmbedderFor } from './embedders.ts';
 import { insertVectors } from './vectors.ts';
-import { hasVecColumn } from './search-repository.ts';
 import { chunksWithoutVector, countChunksWithoutVector, findConfigById, lockEmbeddingVersion, switchServingVersion } from './repository.ts';
 
 export interface ReembedPayload {
@@ -26,7 +25,6 @@ export async function reembedConfig(
   const config = await findConfigById(db, job.payload.configId);
   if (!config || config.embedding_version !== job.payload.version) return;
   const embedder = documentEmbedderFor(deps, config, 'target');
-  const withVec = await hasVecColumn(db);
   const pendingChunks = (limit: number) => chunksWithoutVector(db, config.id, job.payload.version, limit);
 
   for (;;) {
@@ -38,7 +36,6 @@ export async function reembedConfig(
       await insertVectors(
         db,
         batch.map((c, i) => ({ chunkId: c.id, configId: config.id, version: job.payload.version, vector: vectors[i]! })),
-        withVec,
       );
       await ctx.heartbeat();
     }

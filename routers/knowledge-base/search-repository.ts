@@ -2,7 +2,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { DB } from '../../db/types.ts';
 import { BM25_DEFAULT_B, BM25_DEFAULT_K1, termFrequencies } from '../../adapters/outbound/text/text-analysis.ts';
 
-/** The search SQL of the knowledge base: BM25 over the postings, vectors (pgvector or stored arrays), passages. */
+/** The search SQL of the knowledge base: BM25 over the postings, stored vectors, passages. */
 
 type Db = Kysely<DB> | Transaction<DB>;
 
@@ -47,62 +47,49 @@ export const findPassages = (db: Kysely<DB>, chunkIds: string[]) =>
     .where('kb_documents.status', '=', 'completed')
     .execute();
 
-/** Whether kb_vectors has the pgvector `vec` column (the migration adds it where the extension exists). */
-export async function hasVecColumn(db: Db): Promise<boolean> {
-  const { rows } = await sql<{ present: boolean }>`
-    select exists (select 1 from information_schema.columns where table_name = 'kb_vectors' and column_name = 'vec') as present`.execute(db);
-  return rows[0]?.present ?? false;
+/**
+ * Stored vectors are float32 values, big-endian (PostgreSQL's binary form of `real`, what float4send gives):
+ * bytes go in and out without the text parsing that a real[] costs per value.
+ */
+export function encodeVectors(vectors: Float32Array[]): Buffer {
+  const width = (vectors[0]?.length ?? 0) * 4;
+  const out = Buffer.allocUnsafe(vectors.length * width);
+  vectors.forEach((vector, row) => {
+    if (vector.length * 4 !== width) throw new Error('vectors of one write must have the same dimensions');
+    for (let d = 0; d < vector.length; d++) out.writeFloatBE(vector[d]!, row * width + d * 4);
+  });
+  return out;
 }
 
-const arrayLiteral = (v: Float32Array | number[]) => `{${Array.from(v).join(',')}}`;
-const vectorLiteral = (v: Float32Array | number[]) => `[${Array.from(v).join(',')}]`;
+export function decodeVector(bytes: Uint8Array): Float32Array {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const out = new Float32Array(bytes.byteLength >> 2);
+  for (let d = 0; d < out.length; d++) out[d] = view.getFloat32(d * 4, false);
+  return out;
+}
 
-/** Writes vectors of one embedding version. With pgvector present, the `vec` copy is filled too. */
 /**
- * Rows go in as arrays (unnest), so the statement's text does not depend on the row count: parsed and planned
- * once, and a batch of documents' vectors is one or two statements.
+ * Writes vectors of one embedding version. All of a statement's vectors travel as one bytea parameter, cut into
+ * rows in SQL, so the statement's text does not depend on the row count (parsed and planned once).
  */
-export async function insertVectorRows(db: Db, rows: Array<{ chunkId: string; configId: string; version: number; vector: Float32Array }>, withVec: boolean) {
+export async function insertVectorRows(db: Db, rows: Array<{ chunkId: string; configId: string; version: number; vector: Float32Array }>) {
   for (let i = 0; i < rows.length; i += 1000) {
     const batch = rows.slice(i, i + 1000);
-    const ids = batch.map((r) => r.chunkId);
-    const configs = batch.map((r) => r.configId);
-    const versions = batch.map((r) => r.version);
-    const embeddings = batch.map((r) => arrayLiteral(r.vector));
-    await (withVec
-      ? sql`insert into kb_vectors (chunk_id, config_id, version, embedding, vec)
-            select chunk_id::uuid, config_id::uuid, version, embedding::real[], vec::vector
-            from unnest(cast(${ids} as text[]), cast(${configs} as text[]), cast(${versions} as int[]), cast(${embeddings} as text[]),
-                        cast(${batch.map((r) => vectorLiteral(r.vector))} as text[]))
-              as v(chunk_id, config_id, version, embedding, vec)
-            on conflict (chunk_id, version) do nothing`
-      : sql`insert into kb_vectors (chunk_id, config_id, version, embedding)
-            select chunk_id::uuid, config_id::uuid, version, embedding::real[]
-            from unnest(cast(${ids} as text[]), cast(${configs} as text[]), cast(${versions} as int[]), cast(${embeddings} as text[]))
-              as v(chunk_id, config_id, version, embedding)
-            on conflict (chunk_id, version) do nothing`
-    ).execute(db);
+    const width = (batch[0]?.vector.length ?? 0) * 4;
+    await sql`insert into kb_vectors (chunk_id, config_id, version, embedding)
+        select v.chunk_id::uuid, v.config_id::uuid, v.version, substring(${encodeVectors(batch.map((r) => r.vector))}::bytea from (v.n - 1)::int * ${width}::int + 1 for ${width}::int)
+        from unnest(cast(${batch.map((r) => r.chunkId)} as text[]), cast(${batch.map((r) => r.configId)} as text[]), cast(${batch.map((r) => r.version)} as int[]))
+          with ordinality as v(chunk_id, config_id, version, n)
+        on conflict (chunk_id, version) do nothing`.execute(db);
   }
 }
 
 /** A page of the stored vectors of one version in chunk id order, after `after` (for the in-memory matrix). */
-export function loadVectorPage(db: Kysely<DB>, configId: string, version: number, after: string | null, limit: number) {
+export async function loadVectorPage(db: Kysely<DB>, configId: string, version: number, after: string | null, limit: number) {
   let query = db.selectFrom('kb_vectors').select(['chunk_id', 'embedding']).where('config_id', '=', configId).where('version', '=', version);
   if (after !== null) query = query.where('chunk_id', '>', after);
-  return query.orderBy('chunk_id').limit(limit).execute();
-}
-
-/** Top-k by cosine similarity with pgvector (an exact scan). */
-export async function nearestVectors(db: Kysely<DB>, params: { configId: string; version: number; query: Float32Array; limit: number }) {
-  // The query vector is a parameter of type vector, converted once at bind time: a cast in the statement is
-  // evaluated per row by a generic plan (a prepared statement's plan after five runs), ten times slower.
-  const { rows } = await sql<{ chunk_id: string; similarity: number }>`
-      with q as (select ${vectorLiteral(params.query)}::vector as v)
-      select chunk_id, 1 - (vec <=> q.v) as similarity
-      from kb_vectors, q where config_id = ${params.configId} and version = ${params.version}
-      order by vec <=> q.v, chunk_id
-      limit ${params.limit}`.execute(db);
-  return rows.map((r) => ({ chunkId: r.chunk_id, similarity: Number(r.similarity) }));
+  const rows = await query.orderBy('chunk_id').limit(limit).execute();
+  return rows.map((r) => ({ chunk_id: r.chunk_id, embedding: decodeVector(r.embedding) }));
 }
 
 /** The configuration's content version (bumped with every change of its chunks), or undefined when it is gone. */

@@ -2,18 +2,15 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../../db/types.ts';
 import type { Logger } from '../../adapters/outbound/logger.ts';
 import { type BuiltIndex, createMemoryIndexes } from './memory-indexes.ts';
-import { contentVersionOf, loadVectorPage, nearestVectors } from './search-repository.ts';
-import type { VectorSearchMode } from './vectors.ts';
+import { contentVersionOf, loadVectorPage } from './search-repository.ts';
 
 /**
  * Top-k cosine similarity over a knowledge base's vectors held in memory, per instance, as one Float32Array for
- * one (embedding version, content version): a scan of a few million multiplications instead of pgvector's scan
- * through the database (on PGlite, ten times slower and on the request thread).
+ * one (embedding version, content version): a scan of a few million multiplications in the service.
  *
- * Consistency follows the lexical index: an index answers only the versions it was built from. With pgvector
- * a query on any other version is answered in SQL while the index is rebuilt in the background; without it
- * (exact mode) the query waits for the build, as the in-process scan always needed the vectors in memory, and
- * a knowledge base larger than the budget is scanned page by page without being kept.
+ * Consistency follows the lexical index: an index answers only the versions it was built from. A query on any
+ * other version waits for the build (one per knowledge base at a time), and a knowledge base larger than the
+ * budget is scanned page by page without being kept. The scores are exact either way.
  */
 export interface VectorIndexes {
   search(db: Kysely<DB>, params: VectorQuery): Promise<Array<{ chunkId: string; similarity: number }>>;
@@ -46,7 +43,7 @@ export const FLOATS_PER_MB = (1024 * 1024) / 4;
 /** Vectors read per page of a build. */
 const PAGE_ROWS = 1000;
 
-export function createVectorIndexes(options: { mode: VectorSearchMode; maxFloats: number; logger: Pick<Logger, 'warn'> }): VectorIndexes {
+export function createVectorIndexes(options: { maxFloats: number; logger: Pick<Logger, 'warn'> }): VectorIndexes {
   const indexes = createMemoryIndexes<Matrix>({ budget: options.maxFloats, kind: 'vector', logger: options.logger });
   const versionOf = (q: Pick<VectorQuery, 'version' | 'contentVersion'>) => `${q.version}:${q.contentVersion}`;
 
@@ -79,7 +76,7 @@ export function createVectorIndexes(options: { mode: VectorSearchMode; maxFloats
     return { version: versionOf({ version: q.version, contentVersion }), value: matrix, size: matrix.data.length };
   }
 
-  /** Exact mode beyond the budget: every page scored as it is read, the best kept. */
+  /** Beyond the budget: every page scored as it is read, the best kept. */
   async function scanPages(db: Kysely<DB>, q: VectorQuery) {
     const best = new TopK(q.limit);
     await readPages(db, q, (page) => {
@@ -92,13 +89,11 @@ export function createVectorIndexes(options: { mode: VectorSearchMode; maxFloats
 
   return {
     async search(db, q) {
-      if (options.maxFloats === 0) return options.mode === 'pgvector' ? nearestVectors(db, q) : scanPages(db, q);
+      if (options.maxFloats === 0) return scanPages(db, q);
       const ready = () => indexes.get(q.configId, versionOf(q));
       let matrix = ready();
       if (!matrix) {
-        const building = indexes.build(q.configId, () => build(db, q));
-        if (options.mode === 'pgvector') return nearestVectors(db, q);
-        await building;
+        await indexes.build(q.configId, () => build(db, q));
         matrix = ready();
         if (!matrix) return scanPages(db, q);
       }
@@ -115,7 +110,7 @@ export function createVectorIndexes(options: { mode: VectorSearchMode; maxFloats
 function toMatrix(rows: VectorRow[]): Matrix {
   const dims = rows[0]?.embedding.length ?? 0;
   const data = new Float32Array(rows.length * dims);
-  rows.forEach((row, i) => data.set(row.embedding.map(Number), i * dims));
+  rows.forEach((row, i) => data.set(row.embedding, i * dims));
   return { ids: rows.map((r) => r.chunk_id), dims, data };
 }
 
@@ -130,7 +125,7 @@ function scoreInto(matrix: Matrix, query: Float32Array, best: TopK) {
 }
 
 /**
- * The k best (similarity descending, then chunk id ascending: pgvector's order) in a binary min-heap whose
+ * The k best (similarity descending, then chunk id ascending, as the SQL search ordered them) in a binary min-heap whose
  * root is the worst kept: a scan costs O(n log k) instead of sorting every row.
  */
 export class TopK {

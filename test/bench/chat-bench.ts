@@ -1206,7 +1206,6 @@ async function main() {
           chunk_size: config.chunk_size,
           mean_sources: round(sources / Math.max(1, inProcess.length), 2),
           answer: 'extractive (no language model configured)',
-          vector_search: deps.vectorSearch,
         });
       }
     }

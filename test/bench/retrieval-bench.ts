@@ -409,7 +409,7 @@ async function main() {
 
     service = await startBenchService(log, { JOB_CONCURRENCY: String(JOB_CONCURRENCY) });
     const { app } = service;
-    log(`service on ${app.url} (vector search: ${app.deps.vectorSearch})`);
+    log(`service on ${app.url}`);
     const token = await signUp(app.url);
     const configId = await createKnowledgeBase(app.url, token, {
       name: 'SciFact',
@@ -483,7 +483,6 @@ async function main() {
           rrf_k: RRF_K,
           candidates: CANDIDATES,
           embedding: `${config.embedding.model}/${config.embedding.dimensions}`,
-          vector_search: app.deps.vectorSearch,
           ms_per_query_in_process: round(m.msPerQuery, 2),
           database: service.databaseKind,
         });
@@ -514,7 +513,6 @@ async function main() {
         retrieval_depth: config.retrieval_depth,
         mean_sources: round(latency.meanSources, 1),
         answer: 'extractive (no language model configured)',
-        vector_search: app.deps.vectorSearch,
         database: service.databaseKind,
         ...load(),
       });

@@ -68,7 +68,7 @@ export interface TestApp extends RunningApp {
 }
 
 /** A fresh database for one test file: a PGlite clone of the migrated template, or a new PostgreSQL database. */
-async function openTestDatabase(): Promise<{ database: Database; openPeer(): Database; drop(): Promise<void> }> {
+export async function openTestDatabase(): Promise<{ database: Database; openPeer(): Database; drop(): Promise<void> }> {
   const databaseUrl = process.env.DATABASE_URL;
   const pgTemplate = inject('postgresTemplate');
   if (databaseUrl && pgTemplate) {

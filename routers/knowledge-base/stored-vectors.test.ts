@@ -1,0 +1,111 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type Transaction } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Database } from '../../db/database.ts';
+import * as binaryVectors from '../../db/migrations/0018_binary_vectors.ts';
+import type { DB } from '../../db/types.ts';
+import { openTestDatabase } from '../../test/helpers/test-app.ts';
+import { decodeVector, encodeVectors, insertVectorRows, loadVectorPage } from './search-repository.ts';
+
+/**
+ * The stored form of vectors (float32 big-endian bytes): the codec, its agreement with PostgreSQL's own binary form
+ * of `real`, a write and read back through the repository, and migration 0018's conversion both ways. On the test
+ * file's own migrated database (PGlite, or PostgreSQL with DATABASE_URL).
+ */
+let database: Database;
+let drop: () => Promise<void> = async () => {};
+
+beforeAll(async () => {
+  ({ database, drop } = await openTestDatabase());
+});
+
+afterAll(async () => {
+  await database?.close();
+  await drop();
+});
+
+const SPECIAL = [0, -0, 1, -1, 0.1, -2.5e-3, 3.4028234663852886e38, 1.401298464324817e-45, -1.1754942106924411e-38, 123456.789];
+/** What survives a trip as a query parameter: the drivers write -0 as "0". */
+const SPECIAL_SQL = SPECIAL.filter((x) => !Object.is(x, -0));
+
+/** Rolled back at the end: foreign keys are off inside (no chunks needed), and the schema changes never leave. */
+async function inRolledBackTransaction(fn: (trx: Transaction<DB>) => Promise<void>) {
+  const rollback = new Error('rollback');
+  await expect(
+    database.db.transaction().execute(async (trx) => {
+      await sql`set local session_replication_role = replica`.execute(trx);
+      await fn(trx);
+      throw rollback;
+    }),
+  ).rejects.toBe(rollback);
+}
+
+describe('stored vectors', () => {
+  it('encode and decode give back every float32 value, zero signs and extremes included', () => {
+    const vectors = [Float32Array.from(SPECIAL), Float32Array.from(SPECIAL.map((x) => -x / 3))];
+    const bytes = encodeVectors(vectors);
+    expect(bytes.length).toBe(2 * SPECIAL.length * 4);
+    const width = SPECIAL.length * 4;
+    vectors.forEach((vector, row) => {
+      const decoded = decodeVector(bytes.subarray(row * width, (row + 1) * width));
+      expect(Array.from(decoded).map((x) => (Object.is(x, -0) ? '-0' : x))).toEqual(Array.from(vector).map((x) => (Object.is(x, -0) ? '-0' : x)));
+    });
+    expect(() => encodeVectors([new Float32Array(3), new Float32Array(4)])).toThrow(/same dimensions/);
+  });
+
+  it('the bytes are what PostgreSQL gives as the binary form of real (float4send)', async () => {
+    const { rows } = await sql<{ bytes: Uint8Array }>`
+      select string_agg(float4send(x), ''::bytea order by i) as bytes
+      from unnest(cast(${SPECIAL_SQL} as real[])) with ordinality as u(x, i)`.execute(database.db);
+    expect(Buffer.from(rows[0]!.bytes).equals(encodeVectors([Float32Array.from(SPECIAL_SQL)]))).toBe(true);
+  });
+
+  it('rows written in one statement read back in chunk order with their own vectors', async () => {
+    await inRolledBackTransaction(async (trx) => {
+      const configId = randomUUID();
+      const rows = Array.from({ length: 1203 }, (_, i) => ({
+        chunkId: randomUUID(),
+        configId,
+        version: 1,
+        vector: Float32Array.from({ length: 8 }, (_, d) => Math.sin(i * 8 + d)),
+      }));
+      await insertVectorRows(trx, rows);
+      await insertVectorRows(trx, rows.slice(0, 5)); // a retried write changes nothing
+      const read = [];
+      for (let after: string | null = null; ; ) {
+        const page = await loadVectorPage(trx as never, configId, 1, after, 500);
+        if (page.length === 0) break;
+        read.push(...page);
+        after = page.at(-1)!.chunk_id;
+      }
+      const expected = [...rows].sort((a, b) => (a.chunkId < b.chunkId ? -1 : 1));
+      expect(read.map((r) => r.chunk_id)).toEqual(expected.map((r) => r.chunkId));
+      read.forEach((r, i) => expect(Array.from(r.embedding)).toEqual(Array.from(expected[i]!.vector)));
+    });
+  });
+
+  it('migration 0018 turns stored real[] vectors into the same bytes, and back', async () => {
+    await inRolledBackTransaction(async (trx) => {
+      await binaryVectors.down(trx);
+      const vectors = [SPECIAL_SQL, [0.5, -0.125, 1e-3, 42.5, -1e30, 7e-40], [0.25, -0.5]].map((v) => Float32Array.from(v));
+      const ids = vectors.map(() => randomUUID());
+      const configId = randomUUID();
+      for (const [i, vector] of vectors.entries()) {
+        await sql`insert into kb_vectors (chunk_id, config_id, version, embedding) values (${ids[i]}, ${configId}, 1, cast(${Array.from(vector)} as real[]))`.execute(
+          trx,
+        );
+      }
+      await binaryVectors.up(trx);
+      for (const [i, vector] of vectors.entries()) {
+        const row = await trx.selectFrom('kb_vectors').select('embedding').where('chunk_id', '=', ids[i]!).executeTakeFirstOrThrow();
+        expect(Buffer.from(row.embedding).toString('hex')).toBe(encodeVectors([vector]).toString('hex'));
+      }
+      await binaryVectors.down(trx);
+      for (const [i, vector] of vectors.entries()) {
+        const { rows } = await sql<{ embedding: number[] }>`select embedding from kb_vectors where chunk_id = ${ids[i]}`.execute(trx);
+        expect(rows[0]!.embedding.map(Number).map((x) => Math.fround(x))).toEqual(Array.from(vector));
+      }
+      await binaryVectors.up(trx);
+    });
+  });
+});
