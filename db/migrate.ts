@@ -17,6 +17,7 @@ import * as activityRollups from './migrations/0015_activity_rollups.ts';
 import * as securityEvents from './migrations/0016_security_events.ts';
 import * as sessionChangeNotify from './migrations/0017_session_change_notify.ts';
 import * as binaryVectors from './migrations/0018_binary_vectors.ts';
+import * as chunkTerms from './migrations/0019_chunk_terms.ts';
 
 /** Migrations are listed in code (not read from a folder) so they run the same under tsx, tests and bundlers. */
 const migrations: Record<string, Migration> = {
@@ -38,6 +39,7 @@ const migrations: Record<string, Migration> = {
   '0016_security_events': securityEvents,
   '0017_session_change_notify': sessionChangeNotify,
   '0018_binary_vectors': binaryVectors,
+  '0019_chunk_terms': chunkTerms,
 };
 
 /** Runs pending migrations. Kysely's migrator holds a Postgres advisory lock, so concurrent instances are safe. */

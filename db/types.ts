@@ -164,13 +164,9 @@ export interface KbChunksTable {
   text: string;
   term_count: number;
   token_count: number;
-}
-
-export interface KbPostingsTable {
-  config_id: string;
-  term: string;
-  chunk_id: string;
-  tf: number;
+  /** The chunk's distinct analysed terms, and at the same positions in tfs how often each occurs (BM25's postings). */
+  terms: string[];
+  tfs: number[];
 }
 
 export interface KbVectorsTable {
@@ -557,7 +553,6 @@ export interface DB {
   kb_configs: KbConfigsTable;
   kb_documents: KbDocumentsTable;
   kb_chunks: KbChunksTable;
-  kb_postings: KbPostingsTable;
   kb_vectors: KbVectorsTable;
   owners: OwnersTable;
   sessions: SessionsTable;

@@ -264,7 +264,7 @@ async function embedAndWrite(deps: IngestDeps, config: KbConfigRow, group: Prepa
   }
 }
 
-/** One transaction: the documents' chunks, postings and vectors, `completed`, content_version, webhooks. */
+/** One transaction: the documents' chunks (with their terms) and vectors, `completed`, content_version, webhooks. */
 async function writeDocuments(deps: IngestDeps, config: KbConfigRow, group: Array<Omit<Prepared, 'vectors'> & { vectors: Float32Array[] }>) {
   const db = deps.database.db;
   const language = config.language as AnalyzerLanguage;
@@ -292,16 +292,20 @@ async function writeDocuments(deps: IngestDeps, config: KbConfigRow, group: Arra
     const live = rows.filter((r) => processing.has(r.prepared.doc.id));
     if (live.length === 0) return;
     const chunks: ChunkOfDocument[] = [];
-    const postings = { chunkIds: [] as string[], terms: [] as string[], tfs: [] as number[] };
     const vectorRows: Array<{ chunkId: string; configId: string; version: number; vector: Float32Array }> = [];
     for (const { prepared, chunks: analysed } of live) {
       for (const { id, chunk, termCount, tokenCount, tf, vector } of analysed) {
-        chunks.push({ id, documentId: prepared.doc.id, index: chunk.index, page: chunk.page, text: chunk.text, termCount, tokenCount });
-        for (const [term, n] of tf) {
-          postings.chunkIds.push(id);
-          postings.terms.push(term);
-          postings.tfs.push(n);
-        }
+        chunks.push({
+          id,
+          documentId: prepared.doc.id,
+          index: chunk.index,
+          page: chunk.page,
+          text: chunk.text,
+          termCount,
+          tokenCount,
+          terms: [...tf.keys()],
+          tfs: [...tf.values()],
+        });
         vectorRows.push({ chunkId: id, configId: config.id, version: config.serving_version, vector });
       }
     }
@@ -310,7 +314,6 @@ async function writeDocuments(deps: IngestDeps, config: KbConfigRow, group: Arra
       config.id,
       live.map((r) => r.prepared.doc.id),
       chunks,
-      postings,
     );
     await insertVectors(trx, vectorRows);
     const completed = await completeDocuments(

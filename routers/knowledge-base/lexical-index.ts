@@ -3,10 +3,10 @@ import type { DB } from '../../db/types.ts';
 import type { Logger } from '../../adapters/outbound/logger.ts';
 import { BM25_DEFAULT_B, BM25_DEFAULT_K1, termFrequencies } from '../../adapters/outbound/text/text-analysis.ts';
 import { type BuiltIndex, createMemoryIndexes } from './memory-indexes.ts';
-import { contentVersionOf, lexicalSearch, loadChunkPage, loadPostingsOf } from './search-repository.ts';
+import { contentVersionOf, lexicalSearch, loadChunkPage } from './search-repository.ts';
 
 /**
- * BM25 over a knowledge base's postings held in memory, per instance, for one content version: a query is then
+ * BM25 over a knowledge base's postings (each chunk's terms) held in memory, per instance, for one content version: a query is then
  * a few array walks instead of an aggregate over the postings in SQL. The formula, parameters and tie order are
  * those of lexicalSearch (its SQL stays the reference and the answer whenever the index is not ready).
  *
@@ -56,24 +56,17 @@ export function createLexicalIndexes(options: { maxPostings: number; logger: Pic
     for (;;) {
       const page = await loadChunkPage(db, configId, after, PAGE_CHUNKS);
       if (page.length === 0) break;
-      const position = new Map<string, number>();
       for (const chunk of page) {
-        position.set(chunk.id, chunkIds.length);
+        const at = chunkIds.length;
         chunkIds.push(chunk.id);
         lengths.push(chunk.term_count);
-      }
-      for (const posting of await loadPostingsOf(
-        db,
-        configId,
-        page.map((c) => c.id),
-      )) {
-        const at = position.get(posting.chunk_id);
-        if (at === undefined) continue;
-        let entry = byTerm.get(posting.term);
-        if (!entry) byTerm.set(posting.term, (entry = { chunks: [], tfs: [] }));
-        entry.chunks.push(at);
-        entry.tfs.push(posting.tf);
-        size++;
+        chunk.terms.forEach((term, i) => {
+          let entry = byTerm.get(term);
+          if (!entry) byTerm.set(term, (entry = { chunks: [], tfs: [] }));
+          entry.chunks.push(at);
+          entry.tfs.push(Number(chunk.tfs[i]));
+        });
+        size += chunk.terms.length;
       }
       if (size > options.maxPostings) return undefined; // too large to hold: this knowledge base stays on SQL
       after = page.at(-1)!.id;

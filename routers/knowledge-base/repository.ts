@@ -198,6 +198,9 @@ export interface NewChunk {
   text: string;
   termCount: number;
   tokenCount: number;
+  /** Distinct analysed terms, and at the same positions how often each occurs. */
+  terms: string[];
+  tfs: number[];
 }
 
 export interface ChunkOfDocument extends NewChunk {
@@ -206,39 +209,28 @@ export interface ChunkOfDocument extends NewChunk {
 
 /** Rows per statement: few statements per batch, each well under the 1 GB message and the parameter limits. */
 const CHUNK_ROWS_PER_STATEMENT = 2_000;
-const POSTING_ROWS_PER_STATEMENT = 20_000;
+
+/** A PostgreSQL array literal of strings: every element quoted, so no content can break it. */
+const textArrayLiteral = (values: string[]) => `{${values.map((v) => `"${v.replace(/[\\"]/g, '\\$&')}"`).join(',')}}`;
 
 /**
- * Replaces the chunks and postings of these documents (all of one configuration). The rows go in as a few
+ * Replaces the chunks (with their terms) of these documents, all of one configuration. The rows go in as a few
  * arrays per statement (unnest), not as one parameter per value: a statement's text is the same whatever the
  * row count, so it is parsed and planned once, and a batch of documents is a handful of statements.
  */
-export async function replaceChunks(
-  db: Db,
-  configId: string,
-  documentIds: string[],
-  chunks: ChunkOfDocument[],
-  postings: { chunkIds: string[]; terms: string[]; tfs: number[] },
-) {
+export async function replaceChunks(db: Db, configId: string, documentIds: string[], chunks: ChunkOfDocument[]) {
   if (documentIds.length > 0) await db.deleteFrom('kb_chunks').where('document_id', 'in', documentIds).execute();
   for (let i = 0; i < chunks.length; i += CHUNK_ROWS_PER_STATEMENT) {
     const part = chunks.slice(i, i + CHUNK_ROWS_PER_STATEMENT);
     await sql`
-      insert into kb_chunks (id, document_id, config_id, chunk_index, page, text, term_count, token_count)
-      select id::uuid, document_id::uuid, ${configId}::uuid, chunk_index, page, text, term_count, token_count
+      insert into kb_chunks (id, document_id, config_id, chunk_index, page, text, term_count, token_count, terms, tfs)
+      select id::uuid, document_id::uuid, ${configId}::uuid, chunk_index, page, text, term_count, token_count, terms::text[], tfs::int[]
       from unnest(cast(${part.map((c) => c.id)} as text[]), cast(${part.map((c) => c.documentId)} as text[]),
                   cast(${part.map((c) => c.index)} as int[]), cast(${part.map((c) => c.page)} as int[]),
                   cast(${part.map((c) => c.text)} as text[]), cast(${part.map((c) => c.termCount)} as int[]),
-                  cast(${part.map((c) => c.tokenCount)} as int[]))
-        as c(id, document_id, chunk_index, page, text, term_count, token_count)`.execute(db);
-  }
-  for (let i = 0; i < postings.terms.length; i += POSTING_ROWS_PER_STATEMENT) {
-    const end = i + POSTING_ROWS_PER_STATEMENT;
-    await sql`
-      insert into kb_postings (config_id, term, chunk_id, tf)
-      select ${configId}::uuid, term, chunk_id::uuid, tf
-      from unnest(cast(${postings.terms.slice(i, end)} as text[]), cast(${postings.chunkIds.slice(i, end)} as text[]),
-                  cast(${postings.tfs.slice(i, end)} as int[])) as p(term, chunk_id, tf)`.execute(db);
+                  cast(${part.map((c) => c.tokenCount)} as int[]), cast(${part.map((c) => textArrayLiteral(c.terms))} as text[]),
+                  cast(${part.map((c) => `{${c.tfs.join(',')}}`)} as text[]))
+        as c(id, document_id, chunk_index, page, text, term_count, token_count, terms, tfs)`.execute(db);
   }
 }
 

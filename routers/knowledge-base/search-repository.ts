@@ -2,7 +2,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { DB } from '../../db/types.ts';
 import { BM25_DEFAULT_B, BM25_DEFAULT_K1, termFrequencies } from '../../adapters/outbound/text/text-analysis.ts';
 
-/** The search SQL of the knowledge base: BM25 over the postings, stored vectors, passages. */
+/** The search SQL of the knowledge base: BM25 over the chunks' terms, stored vectors, passages. */
 
 type Db = Kysely<DB> | Transaction<DB>;
 
@@ -15,24 +15,24 @@ export async function lexicalSearch(db: Kysely<DB>, configId: string, queryTerms
   if (tf.size === 0) return [];
   const terms = [...tf.keys()];
   const weights = terms.map((t) => tf.get(t)!);
+  // A query term's chunks come from the GIN index on the terms arrays; its frequency in each is the element of
+  // tfs at the term's position in terms.
   const { rows } = await sql<{ chunk_id: string; score: number }>`
     with q as (select * from unnest(cast(${terms} as text[]), cast(${weights} as int[])) as q(term, qtf)),
     stats as (select count(*)::float8 as n, coalesce(avg(term_count), 1)::float8 as avgdl from kb_chunks where config_id = ${configId}),
-    df as (
-      select p.term, count(*)::float8 as df from kb_postings p join q on q.term = p.term
-      where p.config_id = ${configId} group by p.term
-    )
-    select p.chunk_id,
-      sum(q.qtf * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
-          * (p.tf * ${K1 + 1}::float8) / (p.tf + ${K1}::float8 * (1 - ${B}::float8 + ${B}::float8 * c.term_count / stats.avgdl))) as score
-    from kb_postings p
-      join q on q.term = p.term
-      join df on df.term = p.term
-      join kb_chunks c on c.id = p.chunk_id
+    hits as (
+      select c.id as chunk_id, q.term, q.qtf, c.term_count, c.tfs[array_position(c.terms, q.term)]::float8 as tf
+      from q join kb_chunks c on c.terms @> array[q.term] and c.config_id = ${configId}
+    ),
+    df as (select term, count(*)::float8 as df from hits group by term)
+    select h.chunk_id,
+      sum(h.qtf * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
+          * (h.tf * ${K1 + 1}::float8) / (h.tf + ${K1}::float8 * (1 - ${B}::float8 + ${B}::float8 * h.term_count / stats.avgdl))) as score
+    from hits h
+      join df on df.term = h.term
       cross join stats
-    where p.config_id = ${configId}
-    group by p.chunk_id
-    order by score desc, p.chunk_id
+    group by h.chunk_id
+    order by score desc, h.chunk_id
     limit ${limit}`.execute(db);
   return rows.map((r) => ({ chunkId: r.chunk_id, score: Number(r.score) }));
 }
@@ -96,13 +96,9 @@ export async function loadVectorPage(db: Kysely<DB>, configId: string, version: 
 export const contentVersionOf = async (db: Kysely<DB>, configId: string) =>
   (await db.selectFrom('kb_configs').select('content_version').where('id', '=', configId).executeTakeFirst())?.content_version;
 
-/** A page of the configuration's chunks in id order, after `after`: what an in-memory index needs of them. */
+/** A page of the configuration's chunks in id order, after `after`, with their terms: what the in-memory BM25 index needs. */
 export function loadChunkPage(db: Kysely<DB>, configId: string, after: string | null, limit: number) {
-  let query = db.selectFrom('kb_chunks').select(['id', 'term_count']).where('config_id', '=', configId);
+  let query = db.selectFrom('kb_chunks').select(['id', 'term_count', 'terms', 'tfs']).where('config_id', '=', configId);
   if (after !== null) query = query.where('id', '>', after);
   return query.orderBy('id').limit(limit).execute();
 }
-
-/** The postings of these chunks. */
-export const loadPostingsOf = (db: Kysely<DB>, configId: string, chunkIds: string[]) =>
-  db.selectFrom('kb_postings').select(['chunk_id', 'term', 'tf']).where('config_id', '=', configId).where('chunk_id', 'in', chunkIds).execute();

@@ -34,7 +34,7 @@ const documentOf = (id: string) => db().selectFrom('kb_documents').selectAll().w
 async function storedRows(documentId: string) {
   const { rows } = await sql<{ chunks: number; postings: number; vectors: number }>`
     select (select count(*)::int from kb_chunks where document_id = ${documentId}) as chunks,
-           (select count(*)::int from kb_postings p join kb_chunks c on c.id = p.chunk_id where c.document_id = ${documentId}) as postings,
+           (select coalesce(sum(cardinality(terms)), 0)::int from kb_chunks where document_id = ${documentId}) as postings,
            (select count(*)::int from kb_vectors v join kb_chunks c on c.id = v.chunk_id where c.document_id = ${documentId}) as vectors`.execute(db());
   return rows[0]!;
 }

@@ -335,7 +335,6 @@ describe('deleting', () => {
     expect(await db.selectFrom('kb_documents').select('id').where('config_id', '=', scratch).execute()).toEqual([]);
     expect(await db.selectFrom('kb_chunks').select('id').where('config_id', '=', scratch).execute()).toEqual([]);
     expect(await db.selectFrom('kb_vectors').select('chunk_id').where('config_id', '=', scratch).execute()).toEqual([]);
-    expect(await db.selectFrom('kb_postings').select('chunk_id').where('config_id', '=', scratch).execute()).toEqual([]);
     const jobs = await db.selectFrom('jobs').select(['id', 'payload']).where('status', 'in', ['queued', 'running']).execute();
     expect(jobs.filter((j) => JSON.stringify(j.payload).includes(scratch))).toEqual([]);
     expect(existsSync(join(app.deps.config.DATA_DIR, 'blobs', scratch))).toBe(false);

@@ -3,13 +3,16 @@ import { sql, type Transaction } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../db/database.ts';
 import * as binaryVectors from '../../db/migrations/0018_binary_vectors.ts';
+import * as chunkTerms from '../../db/migrations/0019_chunk_terms.ts';
 import type { DB } from '../../db/types.ts';
 import { openTestDatabase } from '../../test/helpers/test-app.ts';
-import { decodeVector, encodeVectors, insertVectorRows, loadVectorPage } from './search-repository.ts';
+import { replaceChunks } from './repository.ts';
+import { decodeVector, encodeVectors, insertVectorRows, loadChunkPage, loadVectorPage } from './search-repository.ts';
 
 /**
- * The stored form of vectors (float32 big-endian bytes): the codec, its agreement with PostgreSQL's own binary form
- * of `real`, a write and read back through the repository, and migration 0018's conversion both ways. On the test
+ * The stored forms of a knowledge base's search data. Vectors (float32 big-endian bytes): the codec, its agreement
+ * with PostgreSQL's own binary form of `real`, a write and read back, and migration 0018 both ways. A chunk's terms
+ * (two arrays on its row): any term content written and read back, and migration 0019 both ways. On the test
  * file's own migrated database (PGlite, or PostgreSQL with DATABASE_URL).
  */
 let database: Database;
@@ -106,6 +109,55 @@ describe('stored vectors', () => {
         expect(rows[0]!.embedding.map(Number).map((x) => Math.fround(x))).toEqual(Array.from(vector));
       }
       await binaryVectors.up(trx);
+    });
+  });
+
+  it("a chunk's terms and frequencies are written with it and read back whatever characters the terms hold", async () => {
+    await inRolledBackTransaction(async (trx) => {
+      const configId = randomUUID();
+      const documentId = randomUUID();
+      const terms = ['plain', 'quo"te', 'back\\slash', 'com,ma', '{brace}', 'NULL', 'sp ace', 'ünï', ''];
+      const chunk = { id: randomUUID(), documentId, index: 0, page: null, text: 'x', termCount: 12, tokenCount: 3, terms, tfs: terms.map((_, i) => i + 1) };
+      const empty = { ...chunk, id: randomUUID(), index: 1, terms: [], tfs: [] };
+      await replaceChunks(trx, configId, [documentId], [chunk, empty]);
+      const page = await loadChunkPage(trx as never, configId, null, 10);
+      const byId = new Map(page.map((row) => [row.id, row]));
+      expect(byId.get(chunk.id)).toMatchObject({ term_count: 12, terms, tfs: chunk.tfs });
+      expect(byId.get(empty.id)).toMatchObject({ terms: [], tfs: [] });
+    });
+  });
+
+  it('migration 0019 moves the postings onto their chunks, and back', async () => {
+    await inRolledBackTransaction(async (trx) => {
+      await chunkTerms.down(trx);
+      const configId = randomUUID();
+      const chunks = [randomUUID(), randomUUID(), randomUUID()];
+      for (const [i, id] of chunks.entries()) {
+        await sql`insert into kb_chunks (id, document_id, config_id, chunk_index, text, term_count, token_count)
+                  values (${id}, ${randomUUID()}, ${configId}, ${i}, 'text', 5, 5)`.execute(trx);
+      }
+      const postings = [
+        [chunks[0], 'zebra', 2],
+        [chunks[0], 'apple', 1],
+        [chunks[1], 'mango', 4],
+      ] as const;
+      for (const [chunkId, term, tf] of postings) {
+        await sql`insert into kb_postings (config_id, term, chunk_id, tf) values (${configId}, ${term}, ${chunkId}, ${tf})`.execute(trx);
+      }
+      await chunkTerms.up(trx);
+      const after = await trx.selectFrom('kb_chunks').select(['id', 'terms', 'tfs']).where('config_id', '=', configId).execute();
+      const byId = new Map(after.map((row) => [row.id, row]));
+      expect(byId.get(chunks[0]!)).toMatchObject({ terms: ['apple', 'zebra'], tfs: [1, 2] });
+      expect(byId.get(chunks[1]!)).toMatchObject({ terms: ['mango'], tfs: [4] });
+      expect(byId.get(chunks[2]!)).toMatchObject({ terms: [], tfs: [] });
+      await chunkTerms.down(trx);
+      const { rows } = await sql<{ chunk_id: string; term: string; tf: number }>`
+        select chunk_id, term, tf from kb_postings where config_id = ${configId} order by chunk_id, term`.execute(trx);
+      const expected = [...postings]
+        .map(([chunk_id, term, tf]) => ({ chunk_id, term, tf }))
+        .sort((a, b) => (a.chunk_id + a.term < b.chunk_id + b.term ? -1 : 1));
+      expect(rows).toEqual(expected);
+      await chunkTerms.up(trx);
     });
   });
 });
