@@ -4,8 +4,8 @@ import type { AppDeps } from '../context.ts';
 import { ParseError } from '../../adapters/outbound/parsers/extract.ts';
 import type { PreparedChunk } from '../../adapters/outbound/parsers/prepare.ts';
 import type { Job, JobContext } from '../jobs/queue.ts';
-import { analyze, termFrequencies, type AnalyzerLanguage } from '../../adapters/outbound/text/text-analysis.ts';
-import { countTokens } from '../../adapters/outbound/text/tokens.ts';
+import type { AnalyzerLanguage } from '../../adapters/outbound/text/text-analysis.ts';
+import { analyseChunk, type ChunkAnalysis } from '../../adapters/outbound/text/chunk-analysis.ts';
 import { documentEmbedderFor } from './embedders.ts';
 import { insertVectors } from './vectors.ts';
 import {
@@ -74,6 +74,8 @@ interface Prepared {
   doc: KbDocumentRow;
   pageCount: number | null;
   chunks: PreparedChunk[];
+  /** The chunks' terms and counts, analysed in the parsing worker (undefined: analysed when written). */
+  analysis: ChunkAnalysis[] | undefined;
   /** Embedded with the parsing (the local model), or undefined to embed with the group. */
   vectors: Float32Array[] | undefined;
 }
@@ -215,9 +217,10 @@ async function prepare(deps: IngestDeps, config: KbConfigRow, job: Job<IngestPay
     maxCharacters: MAX_EXTRACTED_CHARACTERS,
     maxChunks: MAX_CHUNKS,
     signal: ctx.signal,
+    analyse: config.language as AnalyzerLanguage,
     embed,
   });
-  return { job, doc, pageCount: prepared.pageCount, chunks: prepared.chunks, vectors: prepared.vectors };
+  return { job, doc, pageCount: prepared.pageCount, chunks: prepared.chunks, analysis: prepared.analysis, vectors: prepared.vectors };
 }
 
 async function embedAndWrite(deps: IngestDeps, config: KbConfigRow, group: Prepared[], ctx: JobContext, failures: Map<string, unknown>) {
@@ -268,13 +271,11 @@ async function embedAndWrite(deps: IngestDeps, config: KbConfigRow, group: Prepa
 async function writeDocuments(deps: IngestDeps, config: KbConfigRow, group: Array<Omit<Prepared, 'vectors'> & { vectors: Float32Array[] }>) {
   const db = deps.database.db;
   const language = config.language as AnalyzerLanguage;
-  // Analysed before the transaction: on the embedded database a transaction holds the only connection.
+  // Analysed in the parsing worker; where not, before the transaction (on the embedded database a transaction
+  // holds the only connection).
   const rows = group.map((p) => ({
     prepared: p,
-    chunks: p.chunks.map((chunk, i) => {
-      const terms = analyze(chunk.text, language);
-      return { id: randomUUID(), chunk, termCount: terms.length, tokenCount: countTokens(chunk.text), tf: termFrequencies(terms), vector: p.vectors[i]! };
-    }),
+    chunks: p.chunks.map((chunk, i) => ({ id: randomUUID(), chunk, analysis: p.analysis?.[i] ?? analyseChunk(chunk.text, language), vector: p.vectors[i]! })),
   }));
   let webhooksQueued = 0;
   await db.transaction().execute(async (trx) => {
@@ -294,18 +295,8 @@ async function writeDocuments(deps: IngestDeps, config: KbConfigRow, group: Arra
     const chunks: ChunkOfDocument[] = [];
     const vectorRows: Array<{ chunkId: string; configId: string; version: number; vector: Float32Array }> = [];
     for (const { prepared, chunks: analysed } of live) {
-      for (const { id, chunk, termCount, tokenCount, tf, vector } of analysed) {
-        chunks.push({
-          id,
-          documentId: prepared.doc.id,
-          index: chunk.index,
-          page: chunk.page,
-          text: chunk.text,
-          termCount,
-          tokenCount,
-          terms: [...tf.keys()],
-          tfs: [...tf.values()],
-        });
+      for (const { id, chunk, analysis, vector } of analysed) {
+        chunks.push({ id, documentId: prepared.doc.id, index: chunk.index, page: chunk.page, text: chunk.text, ...analysis });
         vectorRows.push({ chunkId: id, configId: config.id, version: config.serving_version, vector });
       }
     }

@@ -38,8 +38,8 @@
  *   BENCH_SWEEP=1              also fuse the lexical and vector candidate lists in memory over a grid of
  *                              LEXICAL_WEIGHT x RRF_K x CANDIDATES ("bench":"retrieval-sweep" lines), to tune
  *                              routers/knowledge-base/retrieve.ts; the fusion formula is the one in retrieve()
- *   BENCH_CPU_PROFILE          a folder: the V8 CPU profile of the latency phase (this process: client and service)
- *                              is written there as retrieval-latency.cpuprofile
+ *   BENCH_CPU_PROFILE          a folder: the V8 CPU profiles of the ingestion and latency phases (this process: client and service)
+ *                              are written there as retrieval-ingest.cpuprofile and retrieval-latency.cpuprofile
  *   DATABASE_URL               optional postgres:// URL of a server on which a scratch database is created and dropped
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -421,7 +421,7 @@ async function main() {
     });
 
     log(`ingesting ${dataset.corpus.length} documents through the upload endpoint (${UPLOAD_CONCURRENCY} in flight, ${JOB_CONCURRENCY} job workers)`);
-    const ingestion = await ingest(service, token, configId, dataset, deadline);
+    const ingestion = await profiled('retrieval-ingest.cpuprofile', () => ingest(service!, token, configId, dataset, deadline));
     const ingestRate = ingestion.completed / ingestion.seconds;
     log(`  ${ingestion.completed} completed, ${ingestion.failed} failed in ${ingestion.seconds.toFixed(1)} s: ${ingestRate.toFixed(1)} docs/s`);
     const chunkCount = Number(

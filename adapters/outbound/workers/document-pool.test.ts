@@ -2,6 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createLocalEmbedder } from '../embeddings/local-embedder.ts';
 import { ParseError } from '../parsers/extract.ts';
 import { prepareDocument } from '../parsers/prepare.ts';
+import { analyseChunk } from '../text/chunk-analysis.ts';
 import { createDocumentPool } from './document-pool.ts';
 
 describe('document pool: prepare', () => {
@@ -10,11 +11,14 @@ describe('document pool: prepare', () => {
   const options = { chunkSize: 120, chunkOverlap: 0, maxCharacters: 1_000_000, maxChunks: 1_000 };
   const bytes = new TextEncoder().encode(Array.from({ length: 40 }, (_, i) => `Sentence ${i} about ingestion and retrieval.`).join(' '));
 
-  it('parses, splits and embeds in the worker exactly as the same steps do in process', async () => {
+  it('parses, splits, analyses and embeds in the worker exactly as the same steps do in process', async () => {
     const model = { dimensions: 64, language: 'en' as const };
-    const inWorker = await pool.prepare('txt', bytes, { ...options, embed: model });
+    const inWorker = await pool.prepare('txt', bytes, { ...options, analyse: 'en', embed: model });
     const here = await prepareDocument('txt', bytes, options);
     expect(inWorker.chunks).toEqual(here.chunks);
+    expect(inWorker.analysis).toEqual(here.chunks.map((c) => analyseChunk(c.text, 'en')));
+    expect(inWorker.analysis?.[0]).toMatchObject({ termCount: expect.any(Number), tokenCount: expect.any(Number) });
+    expect(inWorker.analysis?.[0]?.terms).toContain('ingest');
     const { vectors } = await createLocalEmbedder(model).embed(here.chunks.map((c) => c.text));
     expect(inWorker.vectors?.map((v) => [...v])).toEqual(vectors.map((v) => [...v]));
   });
@@ -22,6 +26,7 @@ describe('document pool: prepare', () => {
   it('leaves embedding to the caller without a local model, and fails with the parser reason', async () => {
     const prepared = await pool.prepare('txt', bytes, options);
     expect(prepared.vectors).toBeUndefined();
+    expect(prepared.analysis).toBeUndefined();
     expect(prepared.chunks.length).toBeGreaterThan(1);
     const failure = await pool.prepare('txt', bytes, { ...options, maxChunks: 1 }).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(ParseError);

@@ -1,5 +1,6 @@
 import type { EmbeddingResult } from '../embeddings/embedder.ts';
 import { ParseError, type DocumentKind, type ExtractedDocument, type ZipLimits } from '../parsers/extract.ts';
+import type { ChunkAnalysis } from '../text/chunk-analysis.ts';
 import type { AnalyzerLanguage } from '../text/text-analysis.ts';
 import type { PreparedDocument, PrepareOptions } from '../parsers/prepare.ts';
 import type { DocumentTask, LocalModel } from './document-worker.ts';
@@ -14,11 +15,15 @@ import { createWorkerPool, WorkerFailure, WorkerTaskError, type WorkerPoolStats 
 export interface DocumentPool {
   extract(kind: DocumentKind, bytes: Uint8Array, options?: { signal?: AbortSignal; zipLimits?: ZipLimits }): Promise<ExtractedDocument>;
   /**
-   * Extraction and splitting in one task (parsers/prepare.ts), and with `embed` the chunks' local embeddings too: a
-   * document comes back ready to be written, in one round trip, and is embedded as soon as it is parsed rather than
-   * behind the parsing of the documents after it.
+   * Extraction and splitting in one task (parsers/prepare.ts), with `analyse` the chunks' analysis (chunk-analysis.ts)
+   * and with `embed` their local embeddings too: a document comes back ready to be written, in one round trip, and is
+   * embedded as soon as it is parsed rather than behind the parsing of the documents after it.
    */
-  prepare(kind: DocumentKind, bytes: Uint8Array, options: PrepareOptions & { embed?: LocalModel }): Promise<PreparedDocument & { vectors?: Float32Array[] }>;
+  prepare(
+    kind: DocumentKind,
+    bytes: Uint8Array,
+    options: PrepareOptions & { analyse?: AnalyzerLanguage; embed?: LocalModel },
+  ): Promise<PreparedDocument & { analysis?: ChunkAnalysis[]; vectors?: Float32Array[] }>;
   embedLocal(texts: string[], model: { dimensions: number; language: AnalyzerLanguage }, signal?: AbortSignal): Promise<EmbeddingResult>;
   stats(): WorkerPoolStats;
   close(): Promise<void>;
@@ -70,11 +75,11 @@ export function createDocumentPool(options: DocumentPoolOptions): DocumentPool {
       }
     },
 
-    async prepare(kind, bytes, { signal, embed, ...options }) {
+    async prepare(kind, bytes, { signal, analyse, embed, ...options }) {
       const copy = new Uint8Array(bytes);
-      const task: DocumentTask = { type: 'prepare', kind, bytes: copy, options, embed };
+      const task: DocumentTask = { type: 'prepare', kind, bytes: copy, options, analyse, embed };
       try {
-        return await pool.run<PreparedDocument & { vectors?: Float32Array[] }>(task, { signal, transfer: [copy.buffer] });
+        return await pool.run<PreparedDocument & { analysis?: ChunkAnalysis[]; vectors?: Float32Array[] }>(task, { signal, transfer: [copy.buffer] });
       } catch (error) {
         throw reasonFor(error, 'Parsing');
       }

@@ -1,18 +1,27 @@
 /**
- * Worker-thread entry of the document pool (adapters/outbound/workers/document-pool.ts): parses documents and embeds
- * their chunks with the local embedder, off the thread that answers requests.
+ * Worker-thread entry of the document pool (adapters/outbound/workers/document-pool.ts): parses documents, analyses
+ * their chunks (terms, token counts) and embeds them with the local embedder, off the thread that answers requests.
  */
 import type { Embedder } from '../embeddings/embedder.ts';
 import { createLocalEmbedder } from '../embeddings/local-embedder.ts';
 import { extractDocument, type DocumentKind, type ZipLimits } from '../parsers/extract.ts';
 import { prepareDocument, type PrepareOptions } from '../parsers/prepare.ts';
+import { analyseChunk } from '../text/chunk-analysis.ts';
 import type { AnalyzerLanguage } from '../text/text-analysis.ts';
 import { serveTasks, type TaskResult } from './serve-tasks.ts';
 
 export type DocumentTask =
   | { type: 'extract'; kind: DocumentKind; bytes: Uint8Array; zipLimits?: ZipLimits }
   | { type: 'embed-local'; texts: string[]; dimensions: number; language: AnalyzerLanguage }
-  | { type: 'prepare'; kind: DocumentKind; bytes: Uint8Array; options: Omit<PrepareOptions, 'signal'>; embed?: LocalModel };
+  | {
+      type: 'prepare';
+      kind: DocumentKind;
+      bytes: Uint8Array;
+      options: Omit<PrepareOptions, 'signal'>;
+      /** The chunks' analysis in this language comes back with them. */
+      analyse?: AnalyzerLanguage;
+      embed?: LocalModel;
+    };
 
 export interface LocalModel {
   dimensions: number;
@@ -37,9 +46,11 @@ async function handle(task: DocumentTask): Promise<TaskResult> {
       return { value: await extractDocument(task.kind, task.bytes, { zipLimits: task.zipLimits }) };
     case 'prepare': {
       const prepared = await prepareDocument(task.kind, task.bytes, task.options);
-      if (!task.embed) return { value: prepared };
+      const language = task.analyse;
+      const analysis = language === undefined ? undefined : prepared.chunks.map((c) => analyseChunk(c.text, language));
+      if (!task.embed) return { value: { ...prepared, analysis } };
       const { vectors } = await localEmbedder(task.embed.dimensions, task.embed.language).embed(prepared.chunks.map((c) => c.text));
-      return { value: { ...prepared, vectors }, transfer: vectors.map((v) => v.buffer as ArrayBuffer) };
+      return { value: { ...prepared, analysis, vectors }, transfer: vectors.map((v) => v.buffer as ArrayBuffer) };
     }
     case 'embed-local': {
       const result = await localEmbedder(task.dimensions, task.language).embed(task.texts);
