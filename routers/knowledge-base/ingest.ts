@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { countActivity } from '../dashboard/repository.ts';
 import type { AppDeps } from '../context.ts';
-import { ParseError } from '../../adapters/outbound/parsers/extract.ts';
+import { ParseError } from '../../adapters/outbound/parsers/parse-error.ts';
 import type { PreparedChunk } from '../../adapters/outbound/parsers/prepare.ts';
 import type { Job, JobContext } from '../jobs/queue.ts';
 import type { AnalyzerLanguage } from '../../adapters/outbound/text/text-analysis.ts';
@@ -53,8 +53,6 @@ const READ_AHEAD_BYTES = 8 * 1024 * 1024;
  * still goes in a few large transactions.
  */
 const MIN_CHUNKS_TO_OVERLAP = 200;
-
-export { splitPages, type PreparedChunk } from '../../adapters/outbound/parsers/prepare.ts';
 
 export async function failDocument(deps: Pick<AppDeps, 'database' | 'webhookJobs'>, documentId: string, reason: string) {
   await withEvents(

@@ -46,7 +46,8 @@ import { basename, join, relative, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import { getDocumentProxy } from 'unpdf';
-import { extractDocument, ParseError } from '../../adapters/outbound/parsers/extract.ts';
+import { extractDocument } from '../../adapters/outbound/parsers/extract.ts';
+import { ParseError } from '../../adapters/outbound/parsers/parse-error.ts';
 import { PLAN_RULES } from '../../schema/plans.ts';
 import {
   boolEnv,

@@ -49,7 +49,7 @@ import { sql } from 'kysely';
 import { createLocalEmbedder } from '../../adapters/outbound/embeddings/local-embedder.ts';
 import { extractDocument } from '../../adapters/outbound/parsers/extract.ts';
 import { embedderFor } from '../../routers/knowledge-base/embedders.ts';
-import { splitPages } from '../../routers/knowledge-base/ingest.ts';
+import { splitPages } from '../../adapters/outbound/parsers/prepare.ts';
 import { findConfigById, type KbConfigRow } from '../../routers/knowledge-base/repository.ts';
 import { CANDIDATES, LEXICAL_WEIGHT, retrieve, RRF_K } from '../../routers/knowledge-base/retrieve.ts';
 import { lexicalSearch } from '../../routers/knowledge-base/search-repository.ts';

@@ -11,7 +11,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../db/database.ts';
 import { extractDocument } from '../../adapters/outbound/parsers/extract.ts';
-import { splitPages } from '../../routers/knowledge-base/ingest.ts';
+import { splitPages } from '../../adapters/outbound/parsers/prepare.ts';
 import { createChildStorage, startChildServer, type ChildServer, type ChildStorage } from '../helpers/child-server.ts';
 import { multipartBody } from '../helpers/test-app.ts';
 import { makePdf } from '../helpers/documents.ts';

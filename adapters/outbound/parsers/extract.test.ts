@@ -2,7 +2,8 @@ import { AlignmentType, Document, HeadingLevel, Packer, Paragraph, Table, TableC
 import { strToU8, zipSync } from 'fflate';
 import { PDFDocument, rgb, StandardFonts } from 'pdf-lib';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_ZIP_LIMITS, extractDocument, ParseError } from './extract.ts';
+import { DEFAULT_ZIP_LIMITS, extractDocument } from './extract.ts';
+import { ParseError } from './parse-error.ts';
 
 async function pdfWithPages(pages: string[][]): Promise<Uint8Array> {
   const pdf = await PDFDocument.create();

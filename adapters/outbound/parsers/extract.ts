@@ -1,6 +1,7 @@
 import mammoth from 'mammoth';
 import { extractText, getDocumentProxy } from 'unpdf';
 import { htmlToText } from './html-text.ts';
+import { ParseError } from './parse-error.ts';
 import { markdownToText } from './markdown.ts';
 import type { DocumentKind } from './sniff.ts';
 import { checkZipLimits, DEFAULT_ZIP_LIMITS, type ZipLimits } from './zip.ts';
@@ -19,17 +20,6 @@ export interface ExtractedDocument {
   pages: ExtractedPage[];
   pageCount: number | null;
   characters: number;
-}
-
-/** A document that cannot be turned into text; `reason` is shown to the owner as the document's error. */
-export class ParseError extends Error {
-  override name = 'ParseError';
-  constructor(
-    readonly reason: string,
-    options?: { cause?: unknown },
-  ) {
-    super(reason, options);
-  }
 }
 
 export interface ExtractOptions {

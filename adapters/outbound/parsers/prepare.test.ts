@@ -1,6 +1,7 @@
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import { describe, expect, it } from 'vitest';
-import { extractDocument, ParseError } from './extract.ts';
+import { extractDocument } from './extract.ts';
+import { ParseError } from './parse-error.ts';
 import { prepareDocument, splitPages } from './prepare.ts';
 
 const options = { chunkSize: 200, chunkOverlap: 20, maxCharacters: 1_000_000, maxChunks: 1_000 };

@@ -1,5 +1,6 @@
 import { RecursiveCharacterTextSplitter } from '@langchain/textsplitters';
-import { extractDocument, ParseError, type DocumentKind, type ExtractedPage, type ZipLimits } from './extract.ts';
+import { extractDocument, type DocumentKind, type ExtractedPage, type ZipLimits } from './extract.ts';
+import { ParseError } from './parse-error.ts';
 
 /**
  * A document's bytes to the chunks that are embedded and indexed: extraction, then splitting page by page. It runs

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
-import { ParseError, type ExtractedDocument } from './extract.ts';
+import type { ExtractedDocument } from './extract.ts';
+import { ParseError } from './parse-error.ts';
 import { sniffDocumentKind, type DocumentKind } from './sniff.ts';
 
 export interface ParserSelfTestResult {

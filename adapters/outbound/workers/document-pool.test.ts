@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLocalEmbedder } from '../embeddings/local-embedder.ts';
-import { ParseError } from '../parsers/extract.ts';
+import { ParseError } from '../parsers/parse-error.ts';
 import { prepareDocument } from '../parsers/prepare.ts';
 import { analyseChunk } from '../text/chunk-analysis.ts';
 import { createDocumentPool } from './document-pool.ts';

@@ -1,5 +1,6 @@
 import type { EmbeddingResult } from '../embeddings/embedder.ts';
-import { ParseError, type DocumentKind, type ExtractedDocument, type ZipLimits } from '../parsers/extract.ts';
+import type { DocumentKind, ExtractedDocument, ZipLimits } from '../parsers/extract.ts';
+import { ParseError } from '../parsers/parse-error.ts';
 import type { ChunkAnalysis } from '../text/chunk-analysis.ts';
 import type { AnalyzerLanguage } from '../text/text-analysis.ts';
 import type { PreparedDocument, PrepareOptions } from '../parsers/prepare.ts';
