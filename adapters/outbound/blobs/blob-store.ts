@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
 /**
@@ -21,23 +21,46 @@ export function createDirectoryBlobStore(root: string): BlobStore {
     if (segments.length !== 2 || !segments.every((s) => SAFE_SEGMENT.test(s))) throw new Error('invalid blob key');
     return join(root, ...segments);
   };
+  // Folders made by this instance (each file system call costs the request thread a threadpool round trip; an
+  // upload made three). One deleted behind our back is made again when a write finds it missing.
+  const madeFolders = new Set<string>();
+  const writeNew = async (path: string, bytes: Uint8Array) => {
+    const folder = dirname(path);
+    if (!madeFolders.has(folder)) {
+      await mkdir(folder, { recursive: true });
+      madeFolders.add(folder);
+    }
+    try {
+      await writeFile(path, bytes, { flag: 'wx' });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      madeFolders.delete(folder);
+      await mkdir(folder, { recursive: true });
+      await writeFile(path, bytes, { flag: 'wx' });
+    }
+  };
   return {
     async put(prefix, bytes) {
       const key = `${prefix}/${randomUUID()}`;
       const path = pathOf(key);
-      await mkdir(dirname(path), { recursive: true });
-      // Write then rename: a crash never leaves a half-written file under a key the database knows.
-      const temp = `${path}.partial`;
-      await writeFile(temp, bytes);
-      await rename(temp, path);
+      // Written under its final name, with no temporary file and rename: the database learns the key only after
+      // this resolves, so a crash mid-write leaves a file nothing refers to, as a temporary one would. A failed
+      // write removes what it wrote.
+      try {
+        await writeNew(path, bytes);
+      } catch (error) {
+        await rm(path, { force: true });
+        throw error;
+      }
       return key;
     },
-    get: (key) => readFile(pathOf(key)),
+    get: async (key) => readFile(pathOf(key)),
     async delete(key) {
       await rm(pathOf(key), { force: true });
     },
     async deletePrefix(prefix) {
       if (!SAFE_SEGMENT.test(prefix)) throw new Error('invalid blob prefix');
+      madeFolders.delete(join(root, prefix));
       await rm(join(root, prefix), { recursive: true, force: true });
     },
   };
