@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect as connectTcp, type Socket } from 'node:net';
 import { PGlite } from '@electric-sql/pglite';
@@ -138,13 +138,27 @@ const DEFAULT_SHARED_BUFFERS_MB = 32;
 const INITDB_SCRIPT = fileURLToPath(new URL('./pglite-initdb.mjs', import.meta.url));
 const INITDB_TIMEOUT_MS = 120_000;
 
-/** Runs initdb for a new data directory in a short-lived child process (see pglite-initdb.mjs for why). */
-function initialiseDataDir(dataDir: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, [INITDB_SCRIPT, dataDir], { timeout: INITDB_TIMEOUT_MS, maxBuffer: 1024 * 1024 }, (error, _stdout, stderr) =>
+/**
+ * Runs initdb for a new data directory in a short-lived child process (see pglite-initdb.mjs for why), in a folder
+ * beside it that is renamed into place when complete: a start stopped midway leaves no half-made directory that
+ * the next start would take for a database (it starts over).
+ */
+async function initialiseDataDir(dataDir: string): Promise<void> {
+  const building = `${dataDir}.initdb`;
+  rmSync(building, { recursive: true, force: true });
+  await new Promise<void>((resolve, reject) => {
+    execFile(process.execPath, [INITDB_SCRIPT, building], { timeout: INITDB_TIMEOUT_MS, maxBuffer: 1024 * 1024 }, (error, _stdout, stderr) =>
       error ? reject(new Error(`creating the PGlite data directory ${dataDir} failed: ${stderr.trim().slice(-500) || error.message}`)) : resolve(),
     );
   });
+  // rename() replaces an empty directory; one with files in it (but no database) is for its owner to look at.
+  try {
+    renameSync(building, dataDir);
+  } catch (error) {
+    rmSync(building, { recursive: true, force: true });
+    if ((error as NodeJS.ErrnoException).code !== 'ENOTEMPTY' && (error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    throw new Error(`${dataDir} is not empty but holds no PGlite database (no PG_VERSION): move it away, or set DATA_DIR elsewhere`);
+  }
 }
 
 /**
@@ -154,8 +168,11 @@ function initialiseDataDir(dataDir: string): Promise<void> {
  */
 export async function openPGlite(options: { dataDir?: string; loadDataDir?: Blob; sharedBuffersMb?: number }): Promise<Database> {
   if (options.dataDir) {
+    if (!options.loadDataDir && !existsSync(join(options.dataDir, 'PG_VERSION'))) {
+      mkdirSync(dirname(options.dataDir), { recursive: true });
+      await initialiseDataDir(options.dataDir);
+    }
     mkdirSync(options.dataDir, { recursive: true });
-    if (!options.loadDataDir && !existsSync(join(options.dataDir, 'PG_VERSION'))) await initialiseDataDir(options.dataDir);
   }
   const pglite = await PGlite.create({
     dataDir: options.dataDir,

@@ -1,0 +1,37 @@
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openPGlite } from './database.ts';
+
+const root = mkdtempSync(join(tmpdir(), 'cis-pglite-dir-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe('an embedded database in a data directory', () => {
+  it('is created on first open (initdb in a child process, moved into place whole) and opened as it is afterwards', async () => {
+    const dataDir = join(root, 'nested', 'pglite');
+    // What an interrupted first start leaves behind: it is started over.
+    mkdirSync(`${dataDir}.initdb`, { recursive: true });
+    writeFileSync(join(`${dataDir}.initdb`, 'PG_VERSION'), 'half made');
+    const first = await openPGlite({ dataDir });
+    await sql`create table marker (id int)`.execute(first.db);
+    const { rows } = await sql<{ setting: string }>`select setting from pg_settings where name = 'shared_buffers'`.execute(first.db);
+    expect(Number(rows[0]!.setting) * 8).toBe(32 * 1024); // 8 kB pages
+    await first.close();
+    expect(existsSync(`${dataDir}.initdb`)).toBe(false);
+    expect(readdirSync(join(root, 'nested')).sort()).toEqual(['pglite']);
+    const again = await openPGlite({ dataDir, sharedBuffersMb: 16 });
+    expect((await sql<{ n: number }>`select count(*)::int as n from marker`.execute(again.db)).rows[0]!.n).toBe(0);
+    await again.close();
+  });
+
+  it('refuses a folder that holds files but no database, and leaves them as they are', async () => {
+    const dataDir = join(root, 'occupied');
+    mkdirSync(dataDir);
+    writeFileSync(join(dataDir, 'notes.txt'), 'mine');
+    await expect(openPGlite({ dataDir })).rejects.toThrow(/holds no PGlite database/);
+    expect(readdirSync(dataDir)).toEqual(['notes.txt']);
+    expect(existsSync(`${dataDir}.initdb`)).toBe(false);
+  });
+});
