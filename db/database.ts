@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect as connectTcp, type Socket } from 'node:net';
 import { PGlite } from '@electric-sql/pglite';
@@ -138,27 +139,52 @@ const DEFAULT_SHARED_BUFFERS_MB = 32;
 const INITDB_SCRIPT = fileURLToPath(new URL('./pglite-initdb.mjs', import.meta.url));
 const INITDB_TIMEOUT_MS = 120_000;
 
+const BUILD_SUFFIX = '.initdb-';
+
 /**
  * Runs initdb for a new data directory in a short-lived child process (see pglite-initdb.mjs for why), in a folder
- * beside it that is renamed into place when complete: a start stopped midway leaves no half-made directory that
- * the next start would take for a database (it starts over).
+ * of its own beside it that is moved into place when complete: a start stopped midway leaves no half-made
+ * directory that the next start would take for a database (it starts over). Folders left by such starts are
+ * removed first; an orphaned child still writing into one then fails, and never writes into ours.
  */
 async function initialiseDataDir(dataDir: string): Promise<void> {
-  const building = `${dataDir}.initdb`;
-  rmSync(building, { recursive: true, force: true });
-  await new Promise<void>((resolve, reject) => {
-    execFile(process.execPath, [INITDB_SCRIPT, building], { timeout: INITDB_TIMEOUT_MS, maxBuffer: 1024 * 1024 }, (error, _stdout, stderr) =>
-      error ? reject(new Error(`creating the PGlite data directory ${dataDir} failed: ${stderr.trim().slice(-500) || error.message}`)) : resolve(),
-    );
-  });
-  // rename() replaces an empty directory; one with files in it (but no database) is for its owner to look at.
+  const parent = dirname(dataDir);
+  const stale = `${basename(dataDir)}${BUILD_SUFFIX}`;
+  for (const entry of readdirSync(parent)) if (entry.startsWith(stale)) rmSync(join(parent, entry), { recursive: true, force: true });
+  const building = `${dataDir}${BUILD_SUFFIX}${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      execFile(process.execPath, [INITDB_SCRIPT, building], { timeout: INITDB_TIMEOUT_MS, maxBuffer: 1024 * 1024 }, (error, _stdout, stderr) =>
+        error ? reject(new Error(`creating the PGlite data directory ${dataDir} failed: ${stderr.trim().slice(-500) || error.message}`)) : resolve(),
+      );
+    });
+    moveIntoPlace(building, dataDir);
+  } finally {
+    rmSync(building, { recursive: true, force: true });
+  }
+}
+
+/**
+ * rename() replaces an empty directory. Where it cannot (the data directory is a mount point of its own, or on
+ * another file system) the files are copied in, PG_VERSION last, since its presence is what marks a database.
+ * A directory holding other files but no database is for its owner to look at, not to overwrite.
+ */
+function moveIntoPlace(building: string, dataDir: string) {
   try {
     renameSync(building, dataDir);
+    return;
   } catch (error) {
-    rmSync(building, { recursive: true, force: true });
-    if ((error as NodeJS.ErrnoException).code !== 'ENOTEMPTY' && (error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    throw new Error(`${dataDir} is not empty but holds no PGlite database (no PG_VERSION): move it away, or set DATA_DIR elsewhere`);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOTEMPTY' || code === 'EEXIST' || (existsSync(dataDir) && readdirSync(dataDir).length > 0)) {
+      throw new Error(`${dataDir} is not empty but holds no PGlite database (no PG_VERSION): move it away, or set DATA_DIR elsewhere`);
+    }
+    if (code !== 'EXDEV' && code !== 'EBUSY' && code !== 'EPERM') throw error;
   }
+  mkdirSync(dataDir, { recursive: true });
+  for (const entry of readdirSync(building)) {
+    if (entry !== 'PG_VERSION') cpSync(join(building, entry), join(dataDir, entry), { recursive: true });
+  }
+  cpSync(join(building, 'PG_VERSION'), join(dataDir, 'PG_VERSION'));
 }
 
 /**
