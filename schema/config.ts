@@ -71,7 +71,7 @@ export const configSchema = z.object({
   QUERY_CACHE_LIMIT_BYTES: positiveInt(256 * 1024),
   /** Postings held in memory for BM25 across all knowledge bases of an instance (least recently used go first); 0 scores in SQL. */
   LEXICAL_INDEX_MAX_POSTINGS: z.coerce.number().int().min(0).max(100_000_000).default(4_000_000),
-  /** Memory for vectors held for similarity search across all knowledge bases of an instance (MB); 0 searches in the database. */
+  /** Memory for vectors held for similarity search across all knowledge bases of an instance (MB); 0 holds none (every query scans the stored vectors). */
   VECTOR_INDEX_MAX_MB: z.coerce.number().int().min(0).max(65_536).default(256),
   /** Background workers (document processing, re-embedding) per instance; 0 runs none (API-only instance). */
   JOB_CONCURRENCY: z.coerce.number().int().min(0).max(32).default(2),

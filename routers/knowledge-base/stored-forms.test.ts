@@ -90,7 +90,9 @@ describe('stored vectors', () => {
   it('migration 0018 turns stored real[] vectors into the same bytes, and back', async () => {
     await inRolledBackTransaction(async (trx) => {
       await binaryVectors.down(trx);
-      const vectors = [SPECIAL_SQL, [0.5, -0.125, 1e-3, 42.5, -1e30, 7e-40], [0.25, -0.5]].map((v) => Float32Array.from(v));
+      const vectors = [SPECIAL_SQL, [0.5, -0.125, 1e-3, 42.5, -1e30, 7e-40], [0.25, -0.5, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, Number.NaN]].map(
+        (v) => Float32Array.from(v),
+      );
       const ids = vectors.map(() => randomUUID());
       const configId = randomUUID();
       for (const [i, vector] of vectors.entries()) {

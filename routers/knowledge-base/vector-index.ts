@@ -9,8 +9,9 @@ import { contentVersionOf, loadVectorPage } from './search-repository.ts';
  * one (embedding version, content version): a scan of a few million multiplications in the service.
  *
  * Consistency follows the lexical index: an index answers only the versions it was built from. A query on any
- * other version waits for the build (one per knowledge base at a time), and a knowledge base larger than the
- * budget is scanned page by page without being kept. The scores are exact either way.
+ * other version is answered by a scan of the stored vectors, page by page, while the index is built in the
+ * background (one build per knowledge base at a time); a knowledge base larger than the budget is always scanned.
+ * The scores are exact either way.
  */
 export interface VectorIndexes {
   search(db: Kysely<DB>, params: VectorQuery): Promise<Array<{ chunkId: string; similarity: number }>>;
@@ -91,11 +92,13 @@ export function createVectorIndexes(options: { maxFloats: number; logger: Pick<L
     async search(db, q) {
       if (options.maxFloats === 0) return scanPages(db, q);
       const ready = () => indexes.get(q.configId, versionOf(q));
-      let matrix = ready();
+      const matrix = ready();
       if (!matrix) {
-        await indexes.build(q.configId, () => build(db, q));
-        matrix = ready();
-        if (!matrix) return scanPages(db, q);
+        // Answered by one scan while the index is built in the background (one build per knowledge base at a time).
+        // Waiting for the build instead cost a second full read whenever the version moved while it read, which is
+        // every query while a knowledge base is being ingested.
+        void indexes.build(q.configId, () => build(db, q));
+        return scanPages(db, q);
       }
       if (matrix.dims !== q.query.length) return [];
       const best = new TopK(q.limit);
@@ -125,7 +128,7 @@ function scoreInto(matrix: Matrix, query: Float32Array, best: TopK) {
 }
 
 /**
- * The k best (similarity descending, then chunk id ascending, as the SQL search ordered them) in a binary min-heap whose
+ * The k best (similarity descending, then chunk id ascending: the same order from memory and from a scan) in a binary min-heap whose
  * root is the worst kept: a scan costs O(n log k) instead of sorting every row.
  */
 export class TopK {
