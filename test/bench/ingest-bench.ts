@@ -306,6 +306,20 @@ function extractionBaselineInChild(pdfs: Pdf[], deadline: number): Promise<Basel
   });
 }
 
+interface ListedDocument {
+  fileName: string;
+  status: string;
+  pageCount: number | null;
+  error: string | null;
+  chunkCount: number;
+}
+
+/** The knowledge base's documents as the API lists them (what both phases poll). */
+async function documentsOf(origin: string, token: string, configId: string): Promise<ListedDocument[]> {
+  const r = await expectStatus(call(origin, 'GET', `/api/v1/knowledge-base/documents?configId=${configId}`, { token }), 200, 'list documents');
+  return r.json.data.documents as ListedDocument[];
+}
+
 /** Uploads one PDF as its own owner and waits until it leaves `processing`. */
 async function warmUp(service: BenchService, pdf: Pdf, deadline: number) {
   const { app } = service;
@@ -313,8 +327,7 @@ async function warmUp(service: BenchService, pdf: Pdf, deadline: number) {
   const configId = await createKnowledgeBase(app.url, token, { name: 'PDF ingestion bench warm-up' });
   await uploadDocument(app.url, token, configId, `warm-up-${pdf.name}`, 'application/pdf', pdf.bytes);
   while (Date.now() < deadline) {
-    const r = await expectStatus(call(app.url, 'GET', `/api/v1/knowledge-base/documents?configId=${configId}`, { token }), 200, 'list documents');
-    if (!(r.json.data.documents as Array<{ status: string }>).some((d) => d.status === 'processing')) return;
+    if (!(await documentsOf(app.url, token, configId)).some((d) => d.status === 'processing')) return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error('the warm-up document did not finish before the time limit');
@@ -333,8 +346,7 @@ async function endToEnd(service: BenchService, pdfs: Pdf[], deadline: number) {
   log(`  uploads done in ${uploadSeconds.toFixed(1)} s; waiting for processing`);
   let lastLog = performance.now();
   for (;;) {
-    const r = await expectStatus(call(app.url, 'GET', `/api/v1/knowledge-base/documents?configId=${configId}`, { token }), 200, 'list documents');
-    const documents = r.json.data.documents as Array<{ fileName: string; status: string; pageCount: number | null; error: string | null; chunkCount: number }>;
+    const documents = await documentsOf(app.url, token, configId);
     const processing = documents.filter((d) => d.status === 'processing').length;
     if (processing === 0) {
       const seconds = (performance.now() - t0) / 1000;
