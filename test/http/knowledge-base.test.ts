@@ -263,9 +263,20 @@ describe('query, stream, collections', () => {
   it('lists one collection per configuration', async () => {
     const res = await app.request('GET', '/api/v1/knowledge-base/collections', { token: a.token });
     const collection = res.body.data.collections.find((c: { configId: string }) => c.configId === configId);
-    expect(collection).toMatchObject({ dimensions: 384, embeddingModel: 'local-hash-v1', servingVersion: 1, reembedding: false });
+    expect(collection).toMatchObject({
+      dimensions: 384,
+      embeddingModel: 'local-hash-v1',
+      servingVersion: 1,
+      reembedding: false,
+      indexKind: 'exact-in-process',
+    });
     expect(collection.vectorCount).toBeGreaterThan(4);
     expect((await app.request('GET', '/api/v1/knowledge-base/collections', { token: b.token })).body.data.count).toBe(0);
+    for (const path of ['/api/v1/knowledge-base/collections', '/api/v1/knowledge-base/health']) {
+      const anonymous = await app.request('GET', path);
+      expect(anonymous.status, path).toBe(401);
+      expect(anonymous.body.success).toBe(false);
+    }
   });
 
   it('the older unversioned paths answer with the flat shape', async () => {
