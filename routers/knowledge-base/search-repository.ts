@@ -61,10 +61,16 @@ export function encodeVectors(vectors: Float32Array[]): Buffer {
   return out;
 }
 
-export function decodeVector(bytes: Uint8Array): Float32Array {
+/** Decodes stored bytes into `target` from `offset` (the in-memory matrix takes rows with no copy between). */
+export function decodeVectorInto(bytes: Uint8Array, target: Float32Array, offset: number): void {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const count = bytes.byteLength >> 2;
+  for (let d = 0; d < count; d++) target[offset + d] = view.getFloat32(d * 4, false);
+}
+
+export function decodeVector(bytes: Uint8Array): Float32Array {
   const out = new Float32Array(bytes.byteLength >> 2);
-  for (let d = 0; d < out.length; d++) out[d] = view.getFloat32(d * 4, false);
+  decodeVectorInto(bytes, out, 0);
   return out;
 }
 
@@ -84,12 +90,11 @@ export async function insertVectorRows(db: Db, rows: Array<{ chunkId: string; co
   }
 }
 
-/** A page of the stored vectors of one version in chunk id order, after `after` (for the in-memory matrix). */
-export async function loadVectorPage(db: Kysely<DB>, configId: string, version: number, after: string | null, limit: number) {
+/** A page of the stored vectors of one version in chunk id order, after `after`, as stored (decodeVector reads them). */
+export function loadVectorPage(db: Kysely<DB>, configId: string, version: number, after: string | null, limit: number) {
   let query = db.selectFrom('kb_vectors').select(['chunk_id', 'embedding']).where('config_id', '=', configId).where('version', '=', version);
   if (after !== null) query = query.where('chunk_id', '>', after);
-  const rows = await query.orderBy('chunk_id').limit(limit).execute();
-  return rows.map((r) => ({ chunk_id: r.chunk_id, embedding: decodeVector(r.embedding) }));
+  return query.orderBy('chunk_id').limit(limit).execute();
 }
 
 /** The configuration's content version (bumped with every change of its chunks), or undefined when it is gone. */

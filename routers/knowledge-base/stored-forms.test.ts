@@ -83,7 +83,7 @@ describe('stored vectors', () => {
       }
       const expected = [...rows].sort((a, b) => (a.chunkId < b.chunkId ? -1 : 1));
       expect(read.map((r) => r.chunk_id)).toEqual(expected.map((r) => r.chunkId));
-      read.forEach((r, i) => expect(Array.from(r.embedding)).toEqual(Array.from(expected[i]!.vector)));
+      read.forEach((r, i) => expect(Array.from(decodeVector(r.embedding))).toEqual(Array.from(expected[i]!.vector)));
     });
   });
 

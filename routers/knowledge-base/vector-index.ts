@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../../db/types.ts';
 import type { Logger } from '../../adapters/outbound/logger.ts';
 import { type BuiltIndex, createMemoryIndexes } from './memory-indexes.ts';
-import { contentVersionOf, loadVectorPage } from './search-repository.ts';
+import { contentVersionOf, decodeVectorInto, loadVectorPage } from './search-repository.ts';
 
 /**
  * Top-k cosine similarity over a knowledge base's vectors held in memory, per instance, as one Float32Array for
@@ -67,7 +67,7 @@ export function createVectorIndexes(options: { maxFloats: number; logger: Pick<L
     let tooLarge = false;
     await readPages(db, q, (page) => {
       rows.push(...page);
-      tooLarge = rows.length * (rows[0]?.embedding.length ?? 0) > options.maxFloats;
+      tooLarge = rows.length * ((rows[0]?.embedding.byteLength ?? 0) >> 2) > options.maxFloats;
       // A closing instance stops here, before its database closes.
       return !tooLarge && !indexes.closed;
     });
@@ -111,9 +111,9 @@ export function createVectorIndexes(options: { maxFloats: number; logger: Pick<L
 }
 
 function toMatrix(rows: VectorRow[]): Matrix {
-  const dims = rows[0]?.embedding.length ?? 0;
+  const dims = (rows[0]?.embedding.byteLength ?? 0) >> 2;
   const data = new Float32Array(rows.length * dims);
-  rows.forEach((row, i) => data.set(row.embedding, i * dims));
+  rows.forEach((row, i) => decodeVectorInto(row.embedding, data, i * dims));
   return { ids: rows.map((r) => r.chunk_id), dims, data };
 }
 
