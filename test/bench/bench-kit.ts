@@ -9,7 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Session as InspectorSession } from 'node:inspector/promises';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -330,4 +330,16 @@ export async function startCpuProfile(): Promise<{ stop(): Promise<CpuProfile> }
       return profile as unknown as CpuProfile;
     },
   };
+}
+
+/** With BENCH_CPU_PROFILE (a folder), runs `fn` under the V8 sampling profiler of this process and writes the profile there as `file`. */
+export async function profiled<T>(file: string, fn: () => Promise<T>): Promise<T> {
+  const dir = process.env.BENCH_CPU_PROFILE;
+  if (!dir) return fn();
+  const profiler = await startCpuProfile();
+  try {
+    return await fn();
+  } finally {
+    writeFileSync(join(dir, file), JSON.stringify(await profiler.stop()));
+  }
 }

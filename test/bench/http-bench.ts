@@ -27,6 +27,8 @@
  *   BENCH_PROFILE=1       instead of the load runs, time the parts of an authenticated GET /api/v1/api-keys
  *                         in-process (one JSON line per part, "bench":"http-profile")
  *   BENCH_PROFILE_ITERATIONS  calls per part in profile mode, default 2000 (100..100000)
+ *   BENCH_CPU_PROFILE     a folder: the V8 CPU profile of this process (the service) during each load run on ours is
+ *                         written there as http-<path>-<round>.cpuprofile
  *   DATABASE_URL          optional postgres:// URL of a server on which a scratch database is created and dropped
  */
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -41,7 +43,7 @@ import { resolveCaller, sha256Hex } from '../../routers/auth/caller.ts';
 import * as apiKeys from '../../routers/api-keys/repository.ts';
 import { successBody } from '../../adapters/inbound/envelope.ts';
 import { forkLoadWorker, percentile, type LoadResult, type LoadWorker } from './load.ts';
-import { startBenchService, type BenchService } from './bench-kit.ts';
+import { profiled, startBenchService, type BenchService } from './bench-kit.ts';
 
 // ---- knobs ----------------------------------------------------------------------------------------
 
@@ -187,15 +189,17 @@ async function benchRoute(worker: LoadWorker, route: { label: string; path: stri
     for (const target of order) {
       log(`${route.label} -> ${target} (round ${r + 1}/${ROUNDS}, ${CONNECTIONS} connections, ${WARMUP_MS} ms warm-up + ${DURATION_MS} ms)`);
       const cpuBefore = process.cpuUsage();
-      const result: LoadResult = await worker.run({
-        origin: origins[target],
-        path: route.path,
-        headers: route.headers,
-        connections: CONNECTIONS,
-        warmupMs: WARMUP_MS,
-        durationMs: DURATION_MS,
-        expectStatus: 200,
-      });
+      const load = () =>
+        worker.run({
+          origin: origins[target],
+          path: route.path,
+          headers: route.headers,
+          connections: CONNECTIONS,
+          warmupMs: WARMUP_MS,
+          durationMs: DURATION_MS,
+          expectStatus: 200,
+        });
+      const result: LoadResult = target === 'ours' ? await profiled(`http-${route.path.replaceAll('/', '_')}-${r + 1}.cpuprofile`, load) : await load();
       const serverCpu = process.cpuUsage(cpuBefore);
       const s = summarise({ requests: result.requests, errors: result.errors, elapsedMs: result.elapsedMs, clientCpuMs: 0, latencies: [result.latenciesMs] });
       log(

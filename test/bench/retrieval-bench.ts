@@ -42,7 +42,7 @@
  *                              are written there as retrieval-ingest.cpuprofile and retrieval-latency.cpuprofile
  *   DATABASE_URL               optional postgres:// URL of a server on which a scratch database is created and dropped
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
@@ -71,7 +71,7 @@ import {
   round,
   signUp,
   startBenchService,
-  startCpuProfile,
+  profiled,
   uploadDocument,
   startWatchdog,
   type BenchService,
@@ -325,18 +325,6 @@ async function sweep(deps: AppDeps, config: KbConfigRow, dataset: Dataset, bm25:
         });
       }
     }
-  }
-}
-
-/** With BENCH_CPU_PROFILE, runs `fn` under the V8 sampling profiler of this process and writes the profile. */
-async function profiled<T>(file: string, fn: () => Promise<T>): Promise<T> {
-  const dir = process.env.BENCH_CPU_PROFILE;
-  if (!dir) return fn();
-  const profiler = await startCpuProfile();
-  try {
-    return await fn();
-  } finally {
-    writeFileSync(join(dir, file), JSON.stringify(await profiler.stop()));
   }
 }
 
