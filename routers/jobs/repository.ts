@@ -1,4 +1,4 @@
-import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
+import { sql, type Kysely, type QueryCreator, type RawBuilder, type Transaction } from 'kysely';
 import type { DB } from '../../db/types.ts';
 
 /**
@@ -159,6 +159,18 @@ export async function insertDedupedJob(db: Executor, job: NewJob): Promise<strin
     .executeTakeFirst();
   return inserted?.id;
 }
+
+/**
+ * The insert of `job` for another area's single statement that writes a row and the job that finishes it: the job
+ * is inserted only when that statement's CTE `source` returned a row (`select … from source`), so the row and its
+ * job are one statement, atomic without a transaction. No ON CONFLICT: a dedupe key that is already taken fails the
+ * whole statement rather than leave the row without its job.
+ */
+export const jobInsertAfter = <D extends DB>(qc: QueryCreator<D>, job: Pick<NewJob, 'id' | 'kind' | 'payload' | 'dedupeKey'>, source: string) =>
+  (qc as unknown as QueryCreator<DB>)
+    .insertInto('jobs')
+    .columns(['id', 'kind', 'payload', 'dedupe_key'])
+    .expression(sql`select ${job.id}, ${job.kind}, cast(${job.payload}::text as jsonb), ${job.dedupeKey} from ${sql.table(source)}`);
 
 export async function findActiveJobId(db: Executor, dedupeKey: string): Promise<string | undefined> {
   const existing = await db.selectFrom('jobs').select('id').where('dedupe_key', '=', dedupeKey).where('status', 'in', ['queued', 'running']).executeTakeFirst();

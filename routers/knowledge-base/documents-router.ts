@@ -71,11 +71,13 @@ export const kbDocumentsRouter = router({
       // The insert itself finds a duplicate (ON CONFLICT on the content hash): a new document costs no
       // look-up first, and a duplicate, the rarer case, stores its bytes once in vain.
       const blobKey = await deps.blobs.put(config.id, input.file.bytes);
+      const documentId = randomUUID();
       let row: repo.KbDocumentRow | undefined;
       try {
-        row = await db.transaction().execute(async (trx) => {
-          const inserted = await repo.insertDocument(trx, {
-            id: randomUUID(),
+        row = await repo.insertDocumentWithJob(
+          db,
+          {
+            id: documentId,
             owner_id: ctx.owner.id,
             config_id: config.id,
             file_name: input.file.fileName.slice(0, 255) || 'upload',
@@ -85,17 +87,14 @@ export const kbDocumentsRouter = router({
             blob_key: blobKey,
             status: 'processing',
             stage: 'uploaded',
-          });
-          // Same transaction as the row: a document never exists without the job that finishes it.
-          if (inserted)
-            await deps.jobs.enqueue(
-              INGEST_JOB,
-              { documentId: inserted.id, configId: config.id } satisfies IngestPayload,
-              { dedupeKey: `ingest:${inserted.id}` },
-              trx,
-            );
-          return inserted;
-        });
+          },
+          {
+            id: randomUUID(),
+            kind: INGEST_JOB,
+            payload: JSON.stringify({ documentId, configId: config.id } satisfies IngestPayload),
+            dedupeKey: `ingest:${documentId}`,
+          },
+        );
       } catch (error) {
         await deps.blobs.delete(blobKey);
         throw error;

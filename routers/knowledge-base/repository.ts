@@ -2,7 +2,7 @@ import { sql, type InsertObject, type Kysely, type Selectable, type Transaction,
 import type { DB, DocumentStage, KbConfigsTable, KbDocumentsTable, KbToolSetting } from '../../db/types.ts';
 import { jsonb } from '../../db/json.ts';
 import { toIso } from '../../schema/common.ts';
-import { jobPayloadNames } from '../jobs/repository.ts';
+import { jobInsertAfter, jobPayloadNames, type NewJob } from '../jobs/repository.ts';
 
 export type KbConfigRow = Selectable<KbConfigsTable>;
 export type KbDocumentRow = Selectable<KbDocumentsTable>;
@@ -127,12 +127,22 @@ export async function countServingVectors(db: Db, ownerId: string): Promise<Map<
 }
 
 /** Undefined when the knowledge base already holds this content (kb_documents_content_unique). */
-export const insertDocument = (db: Db, values: InsertObject<DB, 'kb_documents'>) =>
+/**
+ * A new document and the job that ingests it, in one statement (atomic without a transaction: a document never
+ * exists without its job). Undefined when the knowledge base already holds this content (no job then either).
+ */
+export const insertDocumentWithJob = (db: Db, values: InsertObject<DB, 'kb_documents'>, job: Pick<NewJob, 'id' | 'kind' | 'payload' | 'dedupeKey'>) =>
   db
-    .insertInto('kb_documents')
-    .values(values)
-    .onConflict((oc) => oc.columns(['config_id', 'content_hash']).doNothing())
-    .returningAll()
+    .with('new_document', (qc) =>
+      qc
+        .insertInto('kb_documents')
+        .values(values)
+        .onConflict((oc) => oc.columns(['config_id', 'content_hash']).doNothing())
+        .returningAll(),
+    )
+    .with('new_job', (qc) => jobInsertAfter(qc, job, 'new_document'))
+    .selectFrom('new_document')
+    .selectAll()
     .executeTakeFirst();
 
 /** A failed document uploaded again goes back to processing; undefined when it is no longer failed. */
