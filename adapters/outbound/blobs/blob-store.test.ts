@@ -32,6 +32,20 @@ describe('directory blob store', () => {
     expect([...(await store.get(afterRemoval))]).toEqual([3]);
   });
 
+  it('makes its root and the folders above it when none exists yet', async () => {
+    const nested = createDirectoryBlobStore(join(root, 'not', 'made', 'yet'));
+    const key = await nested.put(prefix, new Uint8Array([4, 5]));
+    expect([...(await nested.get(key))]).toEqual([4, 5]);
+    expect(readdirSync(join(root, 'not', 'made', 'yet', prefix))).toEqual([key.split('/')[1]]);
+  });
+
+  it('concurrent puts of a larger body each get a file of their own holding all of it', async () => {
+    const bytes = new Uint8Array(256 * 1024).fill(7);
+    const keys = await Promise.all(Array.from({ length: 16 }, () => store.put(prefix, bytes)));
+    expect(new Set(keys).size).toBe(16);
+    for (const key of keys) expect((await store.get(key)).equals(Buffer.from(bytes))).toBe(true);
+  });
+
   it('refuses keys and prefixes that could leave its root', async () => {
     await expect(store.put('../escape', new Uint8Array([1]))).rejects.toThrow(/invalid blob key/);
     await expect(store.get('a/../../etc/passwd')).rejects.toThrow(/invalid blob key/);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
 /**
@@ -21,31 +21,43 @@ export function createDirectoryBlobStore(root: string): BlobStore {
     if (segments.length !== 2 || !segments.every((s) => SAFE_SEGMENT.test(s))) throw new Error('invalid blob key');
     return join(root, ...segments);
   };
-  // Folders made by this instance (each file system call costs the request thread a threadpool round trip; an
-  // upload made three). One deleted behind our back is made again when a write finds it missing.
+  // Folders made by this instance (each file system call costs the request thread a threadpool round trip). One
+  // deleted behind our back is made again when a write finds it missing.
   const madeFolders = new Set<string>();
   const writeNew = async (path: string, bytes: Uint8Array) => {
     const folder = dirname(path);
     if (!madeFolders.has(folder)) {
-      await mkdir(folder, { recursive: true });
+      await makeFolder(folder);
       madeFolders.add(folder);
     }
     try {
-      await writeFile(path, bytes, { flag: 'wx' });
+      await writeDurably(path, bytes);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
       madeFolders.delete(folder);
-      await mkdir(folder, { recursive: true });
-      await writeFile(path, bytes, { flag: 'wx' });
+      await makeFolder(folder);
+      await writeDurably(path, bytes);
     }
+    // The new name is durable once its folder is: without this a power loss could drop the entry of a file
+    // whose upload was already acknowledged.
+    await syncFolder(folder);
+  };
+  const makeFolder = async (folder: string) => {
+    const firstMade = await mkdir(folder, { recursive: true });
+    if (firstMade === undefined) return;
+    // Each folder made needs its entry flushed in its parent: the first one's parent and every folder made above `folder`.
+    const parents = [dirname(firstMade)];
+    for (let made = folder; made !== firstMade && made !== dirname(made); made = dirname(made)) parents.push(dirname(made));
+    for (const parent of parents) await syncFolder(parent);
   };
   return {
     async put(prefix, bytes) {
       const key = `${prefix}/${randomUUID()}`;
       const path = pathOf(key);
       // Written under its final name, with no temporary file and rename: the database learns the key only after
-      // this resolves, so a crash mid-write leaves a file nothing refers to, as a temporary one would. A failed
-      // write removes what it wrote.
+      // this resolves, so a crash mid-write leaves a file nothing refers to, as a temporary one would. It resolves
+      // only once the bytes and the name are on disk (the database's commit that follows is durable, so must be
+      // what it refers to). A failed write removes what it wrote.
       try {
         await writeNew(path, bytes);
       } catch (error) {
@@ -64,4 +76,25 @@ export function createDirectoryBlobStore(root: string): BlobStore {
       await rm(join(root, prefix), { recursive: true, force: true });
     },
   };
+}
+
+/** A new file (`wx`: never one that exists) with its bytes flushed to the disk before it resolves. */
+async function writeDurably(path: string, bytes: Uint8Array) {
+  const file = await open(path, 'wx');
+  try {
+    await file.writeFile(bytes);
+    await file.datasync();
+  } finally {
+    await file.close();
+  }
+}
+
+/** Flushes a folder's entries (names made or removed in it) to the disk. */
+async function syncFolder(folder: string) {
+  const handle = await open(folder, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
 }
