@@ -5,7 +5,7 @@ import { ParseError } from '../../adapters/outbound/parsers/parse-error.ts';
 import type { PreparedChunk } from '../../adapters/outbound/parsers/prepare.ts';
 import type { Job, JobContext } from '../jobs/queue.ts';
 import type { AnalyzerLanguage } from '../../adapters/outbound/text/text-analysis.ts';
-import { analyseChunk, type ChunkAnalysis } from '../../adapters/outbound/text/chunk-analysis.ts';
+import type { ChunkAnalysis } from '../../adapters/outbound/text/chunk-analysis.ts';
 import { documentEmbedderFor } from './embedders.ts';
 import { insertVectors } from './vectors.ts';
 import {
@@ -72,8 +72,8 @@ interface Prepared {
   doc: KbDocumentRow;
   pageCount: number | null;
   chunks: PreparedChunk[];
-  /** The chunks' terms and counts, analysed in the parsing worker (undefined: analysed when written). */
-  analysis: ChunkAnalysis[] | undefined;
+  /** The chunks' terms and counts, analysed in the parsing worker. */
+  analysis: ChunkAnalysis[];
   /** Embedded with the parsing (the local model), or undefined to embed with the group. */
   vectors: Float32Array[] | undefined;
 }
@@ -268,12 +268,9 @@ async function embedAndWrite(deps: IngestDeps, config: KbConfigRow, group: Prepa
 /** One transaction: the documents' chunks (with their terms) and vectors, `completed`, content_version, webhooks. */
 async function writeDocuments(deps: IngestDeps, config: KbConfigRow, group: Array<Omit<Prepared, 'vectors'> & { vectors: Float32Array[] }>) {
   const db = deps.database.db;
-  const language = config.language as AnalyzerLanguage;
-  // Analysed in the parsing worker; where not, before the transaction (on the embedded database a transaction
-  // holds the only connection).
   const rows = group.map((p) => ({
     prepared: p,
-    chunks: p.chunks.map((chunk, i) => ({ id: randomUUID(), chunk, analysis: p.analysis?.[i] ?? analyseChunk(chunk.text, language), vector: p.vectors[i]! })),
+    chunks: p.chunks.map((chunk, i) => ({ id: randomUUID(), chunk, analysis: p.analysis[i]!, vector: p.vectors[i]! })),
   }));
   let webhooksQueued = 0;
   await db.transaction().execute(async (trx) => {

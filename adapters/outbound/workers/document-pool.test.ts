@@ -17,18 +17,18 @@ describe('document pool: prepare', () => {
     const here = await prepareDocument('txt', bytes, options);
     expect(inWorker.chunks).toEqual(here.chunks);
     expect(inWorker.analysis).toEqual(here.chunks.map((c) => analyseChunk(c.text, 'en')));
-    expect(inWorker.analysis?.[0]).toMatchObject({ termCount: expect.any(Number), tokenCount: expect.any(Number) });
-    expect(inWorker.analysis?.[0]?.terms).toContain('ingest');
+    expect(inWorker.analysis[0]).toMatchObject({ termCount: expect.any(Number), tokenCount: expect.any(Number) });
+    expect(inWorker.analysis[0]?.terms).toContain('ingest');
     const { vectors } = await createLocalEmbedder(model).embed(here.chunks.map((c) => c.text));
     expect(inWorker.vectors?.map((v) => [...v])).toEqual(vectors.map((v) => [...v]));
   });
 
   it('leaves embedding to the caller without a local model, and fails with the parser reason', async () => {
-    const prepared = await pool.prepare('txt', bytes, options);
+    const prepared = await pool.prepare('txt', bytes, { ...options, analyse: 'fr' });
     expect(prepared.vectors).toBeUndefined();
-    expect(prepared.analysis).toBeUndefined();
     expect(prepared.chunks.length).toBeGreaterThan(1);
-    const failure = await pool.prepare('txt', bytes, { ...options, maxChunks: 1 }).catch((error: unknown) => error);
+    expect(prepared.analysis).toEqual(prepared.chunks.map((c) => analyseChunk(c.text, 'fr')));
+    const failure = await pool.prepare('txt', bytes, { ...options, analyse: 'en', maxChunks: 1 }).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(ParseError);
     expect((failure as ParseError).reason).toMatch(/more than the 1 allowed/);
   });

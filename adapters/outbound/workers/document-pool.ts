@@ -16,15 +16,15 @@ import { createWorkerPool, WorkerFailure, WorkerTaskError, type WorkerPoolStats 
 export interface DocumentPool {
   extract(kind: DocumentKind, bytes: Uint8Array, options?: { signal?: AbortSignal; zipLimits?: ZipLimits }): Promise<ExtractedDocument>;
   /**
-   * Extraction and splitting in one task (parsers/prepare.ts), with `analyse` the chunks' analysis (chunk-analysis.ts)
-   * and with `embed` their local embeddings too: a document comes back ready to be written, in one round trip, and is
+   * Extraction, splitting and the chunks' analysis in `analyse`'s language (chunk-analysis.ts) in one task, and with
+   * `embed` their local embeddings too: a document comes back ready to be written, in one round trip, and is
    * embedded as soon as it is parsed rather than behind the parsing of the documents after it.
    */
   prepare(
     kind: DocumentKind,
     bytes: Uint8Array,
-    options: PrepareOptions & { analyse?: AnalyzerLanguage; embed?: LocalModel },
-  ): Promise<PreparedDocument & { analysis?: ChunkAnalysis[]; vectors?: Float32Array[] }>;
+    options: PrepareOptions & { analyse: AnalyzerLanguage; embed?: LocalModel },
+  ): Promise<PreparedDocument & { analysis: ChunkAnalysis[]; vectors?: Float32Array[] }>;
   embedLocal(texts: string[], model: { dimensions: number; language: AnalyzerLanguage }, signal?: AbortSignal): Promise<EmbeddingResult>;
   stats(): WorkerPoolStats;
   close(): Promise<void>;
@@ -80,7 +80,7 @@ export function createDocumentPool(options: DocumentPoolOptions): DocumentPool {
       const copy = new Uint8Array(bytes);
       const task: DocumentTask = { type: 'prepare', kind, bytes: copy, options, analyse, embed };
       try {
-        return await pool.run<PreparedDocument & { analysis?: ChunkAnalysis[]; vectors?: Float32Array[] }>(task, { signal, transfer: [copy.buffer] });
+        return await pool.run<PreparedDocument & { analysis: ChunkAnalysis[]; vectors?: Float32Array[] }>(task, { signal, transfer: [copy.buffer] });
       } catch (error) {
         throw reasonFor(error, 'Parsing');
       }

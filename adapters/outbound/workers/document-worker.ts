@@ -19,7 +19,7 @@ export type DocumentTask =
       bytes: Uint8Array;
       options: Omit<PrepareOptions, 'signal'>;
       /** The chunks' analysis in this language comes back with them. */
-      analyse?: AnalyzerLanguage;
+      analyse: AnalyzerLanguage;
       embed?: LocalModel;
     };
 
@@ -46,8 +46,7 @@ async function handle(task: DocumentTask): Promise<TaskResult> {
       return { value: await extractDocument(task.kind, task.bytes, { zipLimits: task.zipLimits }) };
     case 'prepare': {
       const prepared = await prepareDocument(task.kind, task.bytes, task.options);
-      const language = task.analyse;
-      const analysis = language === undefined ? undefined : prepared.chunks.map((c) => analyseChunk(c.text, language));
+      const analysis = prepared.chunks.map((c) => analyseChunk(c.text, task.analyse));
       if (!task.embed) return { value: { ...prepared, analysis } };
       const { vectors } = await localEmbedder(task.embed.dimensions, task.embed.language).embed(prepared.chunks.map((c) => c.text));
       return { value: { ...prepared, analysis, vectors }, transfer: vectors.map((v) => v.buffer as ArrayBuffer) };
