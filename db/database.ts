@@ -6,7 +6,6 @@ import { fileURLToPath } from 'node:url';
 import { connect as connectTcp, type Socket } from 'node:net';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
-import { btree_gin } from '@electric-sql/pglite/contrib/btree_gin';
 import { btree_gist } from '@electric-sql/pglite/contrib/btree_gist';
 import { Kysely, sql } from 'kysely';
 import { PostgresJSDialect } from 'kysely-postgres-js';
@@ -206,7 +205,7 @@ export async function openPGlite(options: { dataDir?: string; loadDataDir?: Blob
     loadDataDir: options.loadDataDir,
     // pgvector stays loaded for data directories whose earlier migrations created the extension (0002); nothing
     // uses it since vectors are stored as bytes (0018).
-    extensions: { vector, btree_gist, btree_gin },
+    extensions: { vector, btree_gist },
     startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${options.sharedBuffersMb ?? DEFAULT_SHARED_BUFFERS_MB}MB`],
   });
   const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) });

@@ -4,7 +4,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../db/database.ts';
 import * as binaryVectors from '../../db/migrations/0018_binary_vectors.ts';
 import * as chunkTerms from '../../db/migrations/0019_chunk_terms.ts';
-import * as scopedTermIndex from '../../db/migrations/0020_scoped_term_index.ts';
 import type { DB } from '../../db/types.ts';
 import { openTestDatabase } from '../../test/helpers/test-app.ts';
 import { replaceChunks } from './repository.ts';
@@ -132,7 +131,6 @@ describe('stored vectors', () => {
 
   it('migration 0019 moves the postings onto their chunks, and back', async () => {
     await inRolledBackTransaction(async (trx) => {
-      await scopedTermIndex.down(trx);
       await chunkTerms.down(trx);
       const configId = randomUUID();
       const chunks = [randomUUID(), randomUUID(), randomUUID()];
@@ -162,30 +160,6 @@ describe('stored vectors', () => {
         .sort((a, b) => (a.chunk_id + a.term < b.chunk_id + b.term ? -1 : 1));
       expect(rows).toEqual(expected);
       await chunkTerms.up(trx);
-      await scopedTermIndex.up(trx);
-    });
-  });
-
-  it("a term's chunks are looked up in one knowledge base's part of the index (migration 0020, both ways)", async () => {
-    const plan = async (trx: Transaction<DB>) => {
-      await sql`set local enable_seqscan = off`.execute(trx);
-      const { rows } = await sql<{ 'QUERY PLAN': string }>`
-        explain select id from kb_chunks where config_id = ${randomUUID()} and terms @> array['zebra']`.execute(trx);
-      return rows.map((row) => row['QUERY PLAN']).join('\n');
-    };
-    await inRolledBackTransaction(async (trx) => {
-      // Without rows an index on config_id alone looks cheapest; gone (until the rollback), the plan shows what the
-      // term index can do on its own.
-      await sql`drop index kb_chunks_config_idx`.execute(trx);
-      const scoped = await plan(trx);
-      expect(scoped).toMatch(/kb_chunks_config_terms_idx/);
-      expect(scoped).toMatch(/Index Cond: \(\(config_id = .*\) AND \(terms @> /);
-      await scopedTermIndex.down(trx);
-      const unscoped = await plan(trx);
-      expect(unscoped).toMatch(/kb_chunks_terms_idx/);
-      expect(unscoped).not.toMatch(/Index Cond: \(\(config_id/);
-      await scopedTermIndex.up(trx);
-      expect(await plan(trx)).toMatch(/kb_chunks_config_terms_idx/);
     });
   });
 });
