@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPGlite, type Database } from './database.ts';
@@ -32,9 +33,29 @@ describe('PGlite dialect', () => {
     await sql`insert into t values (${row.id}, ${row.body}, ${row.at}, ${row.bytes}, ${row.tags}, ${row.flag}, ${row.n}, ${row.big})`.execute(database.db);
     const ours = (await sql<Record<string, unknown>>`select * from t where id = ${1}`.execute(database.db)).rows[0];
     const theirs = (await database.pglite!.query<Record<string, unknown>>('select * from t where id = $1', [1])).rows[0];
-    expect(ours).toEqual(theirs);
+    // bytea is ours to decode (a Buffer, as postgres.js gives it; query() makes a plain Uint8Array of the same bytes).
+    expect(ours!.bytes).toBeInstanceOf(Uint8Array);
+    expect({ ...ours, bytes: new Uint8Array(ours!.bytes as Uint8Array) }).toEqual(theirs);
     expect(ours).toMatchObject({ id: 1, body: { a: [1, 'two'], b: null }, at, tags: row.tags, flag: true });
     expect(Buffer.from(ours!.bytes as Uint8Array)).toEqual(row.bytes);
+  });
+
+  it('sends bytes as they are and reads them back: every byte value, empty, large, and as PostgreSQL sees them', async () => {
+    const every = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+    const large = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 7919) % 251));
+    for (const [id, bytes] of [
+      [20, every],
+      [21, Buffer.alloc(0)],
+      [22, large],
+      [23, new Uint8Array([0x5c, 0x78, 0x30])],
+    ] as const) {
+      await sql`insert into t (id, bytes) values (${id}, ${bytes})`.execute(database.db);
+      const { rows } = await sql<{ bytes: Uint8Array; length: number; md5: string }>`
+        select bytes, length(bytes) as length, md5(bytes) as md5 from t where id = ${id}`.execute(database.db);
+      expect(Buffer.from(rows[0]!.bytes).equals(Buffer.from(bytes))).toBe(true);
+      expect(rows[0]!.length).toBe(bytes.length);
+      expect(rows[0]!.md5).toBe(createHash('md5').update(bytes).digest('hex'));
+    }
   });
 
   it('reports affected rows, and nulls round-trip', async () => {

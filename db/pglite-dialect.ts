@@ -19,6 +19,15 @@ import {
 const { serialize } = protocol;
 const { parseResults, parseDescribeStatementResults } = parse;
 
+/**
+ * bytea both ways without PGlite's own codec, which builds a two-character string for every byte it sends and calls
+ * parseInt for every byte it reads: that was most of the time of writing and reading stored vectors. Parameters go
+ * in the binary format (the bytes as they are); results come in PostgreSQL's hex text form (`\x…`, bytea_output's
+ * default), decoded natively. Values are Buffers, which are Uint8Arrays, as postgres.js gives them.
+ */
+const BYTEA = 17;
+const parseBytea = (text: string) => Buffer.from(text.slice(2), 'hex');
+
 export class PGliteDialect implements Dialect {
   constructor(private readonly pglite: PGlite) {}
   createAdapter() {
@@ -48,8 +57,11 @@ const MAX_PREPARED_STATEMENTS = 256;
 class PGliteConnection implements DatabaseConnection {
   private readonly statements = new Map<string, { name: string; paramTypes: number[] }>();
   private nextStatement = 0;
+  private readonly parsers: typeof this.pglite.parsers;
 
-  constructor(private readonly pglite: PGlite) {}
+  constructor(private readonly pglite: PGlite) {
+    this.parsers = { ...pglite.parsers, [BYTEA]: parseBytea };
+  }
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     return this.pglite.runExclusive(async () => {
@@ -61,7 +73,7 @@ class PGliteConnection implements DatabaseConnection {
       const { messages } = await this.pglite.execProtocol(
         concat([serialize.bind({ statement: statement.name, values }), serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()]),
       );
-      const [result] = parseResults(messages, this.pglite.parsers, { rowMode: 'object' });
+      const [result] = parseResults(messages, this.parsers, { rowMode: 'object' });
       return {
         rows: (result?.rows ?? []) as R[],
         numAffectedRows: result?.affectedRows === undefined ? undefined : BigInt(result.affectedRows),
@@ -82,9 +94,11 @@ class PGliteConnection implements DatabaseConnection {
     return statement;
   }
 
-  /** As PGlite's query(): by the parameter's type, with its serialisers; text otherwise. */
-  private serialize(value: unknown, type: number | undefined): string | null {
+  /** As PGlite's query(): by the parameter's type, with its serialisers; text otherwise. Bytes go as they are. */
+  private serialize(value: unknown, type: number | undefined): string | Uint8Array | null {
     if (value === null || value === undefined) return null;
+    // Sent in the binary format, which for bytea is the bytes themselves.
+    if (type === BYTEA && value instanceof Uint8Array) return value;
     const serializer = type === undefined ? undefined : this.pglite.serializers[type];
     return serializer ? serializer(value) : String(value);
   }
