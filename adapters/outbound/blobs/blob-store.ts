@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, open, readFile, rm } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
 /**
@@ -21,21 +21,31 @@ export function createDirectoryBlobStore(root: string): BlobStore {
     if (segments.length !== 2 || !segments.every((s) => SAFE_SEGMENT.test(s))) throw new Error('invalid blob key');
     return join(root, ...segments);
   };
-  // Folders made by this instance (each file system call costs the request thread a threadpool round trip). One
-  // deleted behind our back is made again when a write finds it missing.
-  const madeFolders = new Set<string>();
+  // Folders made, or being made, by this instance (each file system call costs the request thread a threadpool round
+  // trip). Every put into a folder waits for the same making, so none is acknowledged before the folder's own entry
+  // is on disk. One deleted behind our back is made again when a write finds it missing.
+  const folders = new Map<string, Promise<void>>();
+  const ensureFolder = (folder: string) => {
+    let making = folders.get(folder);
+    if (making === undefined) {
+      const made = makeFolder(folder);
+      made.catch(() => {
+        if (folders.get(folder) === made) folders.delete(folder);
+      });
+      folders.set(folder, made);
+      making = made;
+    }
+    return making;
+  };
   const writeNew = async (path: string, bytes: Uint8Array) => {
     const folder = dirname(path);
-    if (!madeFolders.has(folder)) {
-      await makeFolder(folder);
-      madeFolders.add(folder);
-    }
+    await ensureFolder(folder);
     try {
       await writeDurably(path, bytes);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      madeFolders.delete(folder);
-      await makeFolder(folder);
+      folders.delete(folder);
+      await ensureFolder(folder);
       await writeDurably(path, bytes);
     }
     // The new name is durable once its folder is: without this a power loss could drop the entry of a file
@@ -45,10 +55,10 @@ export function createDirectoryBlobStore(root: string): BlobStore {
   const makeFolder = async (folder: string) => {
     const firstMade = await mkdir(folder, { recursive: true });
     if (firstMade === undefined) return;
-    // Each folder made needs its entry flushed in its parent: the first one's parent and every folder made above `folder`.
-    const parents = [dirname(firstMade)];
-    for (let made = folder; made !== firstMade && made !== dirname(made); made = dirname(made)) parents.push(dirname(made));
-    for (const parent of parents) await syncFolder(parent);
+    // Each folder made needs its entry flushed in its parent, from the first one made down to `folder`.
+    const parents: string[] = [];
+    for (let made = folder; made !== firstMade && made !== dirname(made); made = dirname(made)) parents.unshift(dirname(made));
+    for (const parent of [dirname(firstMade), ...parents]) await syncFolder(parent);
   };
   return {
     async put(prefix, bytes) {
@@ -72,7 +82,7 @@ export function createDirectoryBlobStore(root: string): BlobStore {
     },
     async deletePrefix(prefix) {
       if (!SAFE_SEGMENT.test(prefix)) throw new Error('invalid blob prefix');
-      madeFolders.delete(join(root, prefix));
+      folders.delete(join(root, prefix));
       await rm(join(root, prefix), { recursive: true, force: true });
     },
   };
@@ -89,11 +99,25 @@ async function writeDurably(path: string, bytes: Uint8Array) {
   }
 }
 
+/**
+ * Where a folder cannot be opened or flushed at all (some platforms and network file systems refuse it), there is
+ * nothing more to do, as PostgreSQL decides for its own folders; any other failure fails the write.
+ */
+const FOLDER_SYNC_UNSUPPORTED = new Set(['EISDIR', 'EACCES', 'EPERM', 'EINVAL', 'EBADF', 'ENOTSUP']);
+
 /** Flushes a folder's entries (names made or removed in it) to the disk. */
 async function syncFolder(folder: string) {
-  const handle = await open(folder, 'r');
+  let handle: FileHandle;
+  try {
+    handle = await open(folder, 'r');
+  } catch (error) {
+    if (FOLDER_SYNC_UNSUPPORTED.has((error as NodeJS.ErrnoException).code ?? '')) return;
+    throw error;
+  }
   try {
     await handle.sync();
+  } catch (error) {
+    if (!FOLDER_SYNC_UNSUPPORTED.has((error as NodeJS.ErrnoException).code ?? '')) throw error;
   } finally {
     await handle.close();
   }

@@ -1,0 +1,94 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
+
+/** What reached the disk, in order: `data <file>` (fdatasync), `folder <path>` (fsync of a folder), `acked <key>`. */
+const events: string[] = [];
+/** Folders whose fsync is held until released (to let a concurrent put race it). */
+const held = new Map<string, Promise<void>>();
+
+vi.mock('node:fs/promises', async (importOriginal) => {
+  const fs = await importOriginal<typeof import('node:fs/promises')>();
+  const open = async (...args: Parameters<typeof fs.open>): Promise<FileHandle> => {
+    const handle = await fs.open(...args);
+    const path = String(args[0]);
+    const sync = handle.sync.bind(handle);
+    const datasync = handle.datasync.bind(handle);
+    return Object.assign(handle, {
+      sync: async () => {
+        await held.get(path);
+        await sync();
+        events.push(`folder ${path}`);
+      },
+      datasync: async () => {
+        await datasync();
+        events.push(`data ${path}`);
+      },
+    });
+  };
+  return { ...fs, open };
+});
+
+const { createDirectoryBlobStore } = await import('./blob-store.ts');
+
+const base = mkdtempSync(join(tmpdir(), 'cis-blobs-durable-'));
+afterAll(() => rmSync(base, { recursive: true, force: true }));
+beforeEach(() => {
+  events.length = 0;
+  held.clear();
+});
+
+const prefix = '7d0c1b9e-0e55-4a4f-8f3c-1f4bb1f0a001';
+
+describe('directory blob store: what is on disk when a put resolves', () => {
+  it("flushes the file, its folder, and every new folder's entry in its parent, before resolving", async () => {
+    const root = join(base, 'new', 'root');
+    const store = createDirectoryBlobStore(root);
+    const key = await store.put(prefix, new Uint8Array([1, 2, 3]));
+    events.push(`acked ${key}`);
+    const file = join(root, key);
+    expect(events).toEqual([
+      `folder ${base}`, // 'new' was made in base
+      `folder ${join(base, 'new')}`, // 'root' in 'new'
+      `folder ${root}`, // the prefix folder in root
+      `data ${file}`,
+      `folder ${join(root, prefix)}`, // the file's name in its folder
+      `acked ${key}`,
+    ]);
+    events.length = 0;
+    const second = await store.put(prefix, new Uint8Array([4]));
+    events.push(`acked ${second}`);
+    expect(events).toEqual([`data ${join(root, second)}`, `folder ${join(root, prefix)}`, `acked ${second}`]);
+  });
+
+  it('a put racing the first one into a new folder is not acknowledged before that folder is on disk', async () => {
+    const root = join(base, 'racing');
+    const store = createDirectoryBlobStore(root);
+    let release!: () => void;
+    held.set(
+      join(base, 'racing'),
+      new Promise<void>((resolve) => {
+        release = resolve;
+      }),
+    );
+    const put = (bytes: Uint8Array) =>
+      store.put(prefix, bytes).then((key) => {
+        events.push(`acked ${key}`);
+        return key;
+      });
+    const first = put(new Uint8Array([1]));
+    // The second starts once the first has made the folder and waits on its parent's flush.
+    while (!existsSync(join(root, prefix))) await new Promise((resolve) => setTimeout(resolve, 1));
+    const second = put(new Uint8Array([2]));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(events.filter((e) => e.startsWith('acked'))).toEqual([]);
+    release();
+    const keys = await Promise.all([first, second]);
+    const folderSynced = events.indexOf(`folder ${root}`);
+    expect(folderSynced).toBeGreaterThanOrEqual(0);
+    for (const key of keys) expect(events.indexOf(`acked ${key}`)).toBeGreaterThan(folderSynced);
+    expect(events.filter((e) => e === `folder ${root}`)).toHaveLength(1);
+  });
+});
