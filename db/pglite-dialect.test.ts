@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { openPGlite, type Database } from './database.ts';
 
 /** The dialect runs named prepared statements over PGlite's wire protocol; it must behave as PGlite's query(). */
@@ -43,11 +43,21 @@ describe('PGlite dialect', () => {
   it('sends bytes as they are and reads them back: every byte value, empty, large, and as PostgreSQL sees them', async () => {
     const every = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
     const large = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 7919) % 251));
+    // PGlite's own bytea serialiser must not be used: the bytes travel in the binary format.
+    const serializers = database.pglite!.serializers as Record<number, (value: unknown) => string>;
+    const own = serializers[17];
+    serializers[17] = () => {
+      throw new Error('bytea went through the text serialiser');
+    };
+    onTestFinished(() => {
+      if (own) serializers[17] = own;
+    });
     for (const [id, bytes] of [
       [20, every],
       [21, Buffer.alloc(0)],
       [22, large],
       [23, new Uint8Array([0x5c, 0x78, 0x30])],
+      [24, every.subarray(3, 200)], // a view into a larger buffer, at an offset
     ] as const) {
       await sql`insert into t (id, bytes) values (${id}, ${bytes})`.execute(database.db);
       const { rows } = await sql<{ bytes: Uint8Array; length: number; md5: string }>`

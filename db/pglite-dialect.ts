@@ -26,7 +26,6 @@ const { parseResults, parseDescribeStatementResults } = parse;
  * default), decoded natively. Values are Buffers, which are Uint8Arrays, as postgres.js gives them.
  */
 const BYTEA = 17;
-const parseBytea = (text: string) => Buffer.from(text.slice(2), 'hex');
 
 export class PGliteDialect implements Dialect {
   constructor(private readonly pglite: PGlite) {}
@@ -60,7 +59,12 @@ class PGliteConnection implements DatabaseConnection {
   private readonly parsers: typeof this.pglite.parsers;
 
   constructor(private readonly pglite: PGlite) {
-    this.parsers = { ...pglite.parsers, [BYTEA]: parseBytea };
+    // Layered over PGlite's table, so parsers it adds later (array types it learns) are still found. Anything but
+    // the hex form (another bytea_output) is left to PGlite's parser.
+    const parseBytea = pglite.parsers[BYTEA];
+    this.parsers = Object.assign(Object.create(pglite.parsers), {
+      [BYTEA]: (text: string, type: number) => (text.startsWith('\\x') ? Buffer.from(text.slice(2), 'hex') : parseBytea?.(text, type)),
+    });
   }
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
