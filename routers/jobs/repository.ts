@@ -164,7 +164,8 @@ export async function insertDedupedJob(db: Executor, job: NewJob): Promise<strin
  * The insert of `job` for another area's single statement that writes a row and the job that finishes it: the job
  * is inserted only when that statement's CTE `source` returned a row (`select … from source`), so the row and its
  * job are one statement, atomic without a transaction. No ON CONFLICT: a dedupe key that is already taken fails the
- * whole statement rather than leave the row without its job.
+ * whole statement rather than leave the row without its job. The job is as queue.ts's enqueue would insert it with
+ * default attempts and run time: keep the two in step.
  */
 export const jobInsertAfter = <D extends DB>(qc: QueryCreator<D>, job: Pick<NewJob, 'id' | 'kind' | 'payload' | 'dedupeKey'>, source: string) =>
   (qc as unknown as QueryCreator<DB>)

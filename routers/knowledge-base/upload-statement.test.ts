@@ -9,8 +9,7 @@ import { insertDocumentWithJob } from './repository.ts';
 
 /**
  * An upload's document and its ingestion job are one statement: both or neither. On the test file's own migrated
- * database (PGlite, or PostgreSQL with DATABASE_URL), inside a transaction rolled back at the end with foreign keys
- * off (no owner or configuration rows needed).
+ * database (PGlite, or PostgreSQL with DATABASE_URL), with foreign keys off (no owner or configuration rows needed).
  */
 let database: Database;
 let drop: () => Promise<void> = async () => {};
@@ -75,13 +74,21 @@ describe('insertDocumentWithJob', () => {
       expect(await jobsOf(trx, again.documentId)).toEqual([]);
     }));
 
+  // Outside any transaction (on one pinned connection, foreign keys off for it): two statements, or one statement
+  // that is not all-or-nothing, would leave the document behind here.
   it('a job that cannot be written leaves no document behind', () =>
-    inRolledBackTransaction(async (trx) => {
+    database.db.connection().execute(async (conn) => {
       const taken = upload('b'.repeat(64));
-      await trx.insertInto('jobs').values({ id: randomUUID(), kind: INGEST_JOB, payload: sql`'{}'::jsonb`, dedupe_key: taken.job.dedupeKey }).execute();
-      await sql`savepoint before_upload`.execute(trx);
-      await expect(insertDocumentWithJob(trx, taken.document, taken.job)).rejects.toThrow();
-      await sql`rollback to savepoint before_upload`.execute(trx);
-      expect(await trx.selectFrom('kb_documents').select('id').where('id', '=', taken.documentId).execute()).toEqual([]);
+      const blockerId = randomUUID();
+      await sql`set session_replication_role = replica`.execute(conn);
+      try {
+        await conn.insertInto('jobs').values({ id: blockerId, kind: INGEST_JOB, payload: sql`'{}'::jsonb`, dedupe_key: taken.job.dedupeKey }).execute();
+        await expect(insertDocumentWithJob(conn, taken.document, taken.job)).rejects.toThrow();
+        expect(await conn.selectFrom('kb_documents').select('id').where('id', '=', taken.documentId).execute()).toEqual([]);
+      } finally {
+        await conn.deleteFrom('jobs').where('id', '=', blockerId).execute();
+        await conn.deleteFrom('kb_documents').where('id', '=', taken.documentId).execute();
+        await sql`set session_replication_role = default`.execute(conn);
+      }
     }));
 });
