@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Database } from '../../db/database.ts';
+import { describe, expect, it } from 'vitest';
 import * as binaryVectors from '../../db/migrations/0018_binary_vectors.ts';
 import * as chunkTerms from '../../db/migrations/0019_chunk_terms.ts';
 import type { DB } from '../../db/types.ts';
-import { openTestDatabase } from '../../test/helpers/test-app.ts';
+import { perFileTestDatabase } from '../../test/helpers/test-database.ts';
 import { replaceChunks } from './repository.ts';
 import { decodeVector, encodeVectors, insertVectorRows, loadChunkPage, loadVectorPage } from './search-repository.ts';
 
@@ -15,33 +14,12 @@ import { decodeVector, encodeVectors, insertVectorRows, loadChunkPage, loadVecto
  * (two arrays on its row): any term content written and read back, and migration 0019 both ways. On the test
  * file's own migrated database (PGlite, or PostgreSQL with DATABASE_URL).
  */
-let database: Database;
-let drop: () => Promise<void> = async () => {};
-
-beforeAll(async () => {
-  ({ database, drop } = await openTestDatabase());
-});
-
-afterAll(async () => {
-  await database?.close();
-  await drop();
-});
+const testDatabase = perFileTestDatabase();
+const { inRolledBackTransaction } = testDatabase;
 
 const SPECIAL = [0, -0, 1, -1, 0.1, -2.5e-3, 3.4028234663852886e38, 1.401298464324817e-45, -1.1754942106924411e-38, 123456.789];
 /** What survives a trip as a query parameter: the drivers write -0 as "0". */
 const SPECIAL_SQL = SPECIAL.filter((x) => !Object.is(x, -0));
-
-/** Rolled back at the end: foreign keys are off inside (no chunks needed), and the schema changes never leave. */
-async function inRolledBackTransaction(fn: (trx: Transaction<DB>) => Promise<void>) {
-  const rollback = new Error('rollback');
-  await expect(
-    database.db.transaction().execute(async (trx) => {
-      await sql`set local session_replication_role = replica`.execute(trx);
-      await fn(trx);
-      throw rollback;
-    }),
-  ).rejects.toBe(rollback);
-}
 
 describe('stored vectors', () => {
   it('encode and decode give back every float32 value, zero signs and extremes included', () => {
@@ -59,7 +37,7 @@ describe('stored vectors', () => {
   it('the bytes are what PostgreSQL gives as the binary form of real (float4send)', async () => {
     const { rows } = await sql<{ bytes: Uint8Array }>`
       select string_agg(float4send(x), ''::bytea order by i) as bytes
-      from unnest(cast(${SPECIAL_SQL} as real[])) with ordinality as u(x, i)`.execute(database.db);
+      from unnest(cast(${SPECIAL_SQL} as real[])) with ordinality as u(x, i)`.execute(testDatabase.database.db);
     expect(Buffer.from(rows[0]!.bytes).equals(encodeVectors([Float32Array.from(SPECIAL_SQL)]))).toBe(true);
   });
 

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Database } from '../../db/database.ts';
+import { describe, expect, it } from 'vitest';
 import type { DB } from '../../db/types.ts';
-import { openTestDatabase } from '../../test/helpers/test-app.ts';
+import { perFileTestDatabase } from '../../test/helpers/test-database.ts';
 import { INGEST_JOB } from './jobs.ts';
 import { insertDocumentWithJob } from './repository.ts';
 
@@ -11,28 +10,8 @@ import { insertDocumentWithJob } from './repository.ts';
  * An upload's document and its ingestion job are one statement: both or neither. On the test file's own migrated
  * database (PGlite, or PostgreSQL with DATABASE_URL), with foreign keys off (no owner or configuration rows needed).
  */
-let database: Database;
-let drop: () => Promise<void> = async () => {};
-
-beforeAll(async () => {
-  ({ database, drop } = await openTestDatabase());
-});
-
-afterAll(async () => {
-  await database?.close();
-  await drop();
-});
-
-async function inRolledBackTransaction(fn: (trx: Transaction<DB>) => Promise<void>) {
-  const rollback = new Error('rollback');
-  await expect(
-    database.db.transaction().execute(async (trx) => {
-      await sql`set local session_replication_role = replica`.execute(trx);
-      await fn(trx);
-      throw rollback;
-    }),
-  ).rejects.toBe(rollback);
-}
+const testDatabase = perFileTestDatabase();
+const { inRolledBackTransaction } = testDatabase;
 
 const configId = randomUUID();
 
@@ -77,7 +56,7 @@ describe('insertDocumentWithJob', () => {
   // Outside any transaction (on one pinned connection, foreign keys off for it): two statements, or one statement
   // that is not all-or-nothing, would leave the document behind here.
   it('a job that cannot be written leaves no document behind', () =>
-    database.db.connection().execute(async (conn) => {
+    testDatabase.database.db.connection().execute(async (conn) => {
       const taken = upload('b'.repeat(64));
       const blockerId = randomUUID();
       await sql`set session_replication_role = replica`.execute(conn);
