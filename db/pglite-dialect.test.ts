@@ -105,6 +105,31 @@ describe('PGlite dialect', () => {
     expect(prepared.rows[0]!.n).toBeLessThanOrEqual(256);
   });
 
+  it('reads rows by the description a statement was prepared with, and prepares it anew when its table changes', async () => {
+    const db = database.db;
+    await sql`create table shape (a int, b text)`.execute(db);
+    await sql`insert into shape values (1, 'x')`.execute(db);
+    const read = () => sql<Record<string, unknown>>`select * from shape`.execute(db);
+    expect((await read()).rows).toEqual([{ a: 1, b: 'x' }]);
+    expect((await read()).rows).toEqual([{ a: 1, b: 'x' }]);
+    expect((await sql`insert into shape values (2, 'y')`.execute(db)).rows).toEqual([]);
+
+    // Outside a transaction the statement runs again, prepared for the new shape.
+    await sql`alter table shape add column c int default 7`.execute(db);
+    expect((await read()).rows).toEqual([
+      { a: 1, b: 'x', c: 7 },
+      { a: 2, b: 'y', c: 7 },
+    ]);
+
+    // Inside one, PostgreSQL's error has aborted it: it fails, and the statement is prepared anew afterwards.
+    await sql`alter table shape drop column b`.execute(db);
+    await expect(db.transaction().execute(async (trx) => void (await sql`select * from shape`.execute(trx)))).rejects.toMatchObject({ code: '0A000' });
+    expect((await read()).rows).toEqual([
+      { a: 1, c: 7 },
+      { a: 2, c: 7 },
+    ]);
+  });
+
   it('delivers notifications raised by its statements', async () => {
     const seen: string[] = [];
     const stop = await database.listen('dialect_test', {

@@ -18,6 +18,7 @@ import {
  */
 const { serialize } = protocol;
 const { parseResults, parseDescribeStatementResults } = parse;
+type BackendMessage = Parameters<typeof parseResults>[0][number];
 
 /**
  * bytea both ways without PGlite's own codec, which builds a two-character string for every byte it sends and calls
@@ -46,6 +47,13 @@ export class PGliteDialect implements Dialect {
 /** Prepared statements kept per database (PGlite is one session); the least recently used is closed beyond this. */
 const MAX_PREPARED_STATEMENTS = 256;
 
+interface PreparedStatement {
+  name: string;
+  paramTypes: number[];
+  /** The description of its rows, absent for a statement that returns none. */
+  rowDescription: BackendMessage | undefined;
+}
+
 /**
  * Runs each statement as a named prepared statement, prepared once per SQL text. PGlite's own query() makes six
  * calls into the engine per statement (parse, describe, bind, describe, execute, sync) and plans the statement
@@ -54,7 +62,7 @@ const MAX_PREPARED_STATEMENTS = 256;
  * values come back exactly as from query().
  */
 class PGliteConnection implements DatabaseConnection {
-  private readonly statements = new Map<string, { name: string; paramTypes: number[] }>();
+  private readonly statements = new Map<string, PreparedStatement>();
   private nextStatement = 0;
   private readonly parsers: typeof this.pglite.parsers;
 
@@ -69,31 +77,54 @@ class PGliteConnection implements DatabaseConnection {
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     return this.pglite.runExclusive(async () => {
-      const statement = this.statements.get(query.sql) ?? (await this.prepare(query.sql));
-      // Most recently used last, so the first key is the one to close when the cache is full.
-      this.statements.delete(query.sql);
-      this.statements.set(query.sql, statement);
-      const values = query.parameters.map((value, i) => this.serialize(value, statement.paramTypes[i]));
-      const { messages } = await this.pglite.execProtocol(
-        concat([serialize.bind({ statement: statement.name, values }), serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()]),
-      );
-      const [result] = parseResults(messages, this.parsers, { rowMode: 'object' });
-      return {
-        rows: (result?.rows ?? []) as R[],
-        numAffectedRows: result?.affectedRows === undefined ? undefined : BigInt(result.affectedRows),
-      };
+      try {
+        return await this.execute<R>(query);
+      } catch (error) {
+        // A table changed under a cached statement (a migration): PostgreSQL fails the statement rather than change
+        // its rows' shape. It is prepared anew next time, and run again now where that loses nothing (outside a
+        // transaction, which the error has aborted), as postgres.js does.
+        if (!changedResultType(error)) throw error;
+        await this.forget(query.sql);
+        if (this.pglite.isInTransaction()) throw error;
+        return this.execute<R>(query);
+      }
     });
+  }
+
+  private async execute<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    const statement = this.statements.get(query.sql) ?? (await this.prepare(query.sql));
+    // Most recently used last, so the first key is the one to close when the cache is full.
+    this.statements.delete(query.sql);
+    this.statements.set(query.sql, statement);
+    const values = query.parameters.map((value, i) => this.serialize(value, statement.paramTypes[i]));
+    const { messages } = await this.pglite.execProtocol(
+      concat([serialize.bind({ statement: statement.name, values }), serialize.execute({}), serialize.sync()]),
+    );
+    // The rows are described as when the statement was prepared (PostgreSQL fails a prepared statement rather than
+    // change its result type), so the description is not asked for and parsed again on every execution.
+    const [result] = parseResults(statement.rowDescription ? [statement.rowDescription, ...messages] : messages, this.parsers, { rowMode: 'object' });
+    return {
+      rows: (result?.rows ?? []) as R[],
+      numAffectedRows: result?.affectedRows === undefined ? undefined : BigInt(result.affectedRows),
+    };
+  }
+
+  private async forget(text: string) {
+    const statement = this.statements.get(text);
+    if (!statement) return;
+    this.statements.delete(text);
+    await this.pglite.execProtocol(concat([serialize.close({ type: 'S', name: statement.name }), serialize.sync()]));
   }
 
   private async prepare(text: string) {
     const name = `k${++this.nextStatement}`;
     const { messages } = await this.pglite.execProtocol(concat([serialize.parse({ name, text }), serialize.describe({ type: 'S', name }), serialize.sync()]));
-    const statement = { name, paramTypes: parseDescribeStatementResults(messages) };
-    if (this.statements.size >= MAX_PREPARED_STATEMENTS) {
-      const [oldestText, oldest] = this.statements.entries().next().value!;
-      this.statements.delete(oldestText);
-      await this.pglite.execProtocol(concat([serialize.close({ type: 'S', name: oldest.name }), serialize.sync()]));
-    }
+    const statement: PreparedStatement = {
+      name,
+      paramTypes: parseDescribeStatementResults(messages),
+      rowDescription: messages.find((message) => message.name === 'rowDescription'),
+    };
+    if (this.statements.size >= MAX_PREPARED_STATEMENTS) await this.forget(this.statements.keys().next().value!);
     this.statements.set(text, statement);
     return statement;
   }
@@ -112,6 +143,11 @@ class PGliteConnection implements DatabaseConnection {
   async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
     throw new Error('streaming queries are not supported on PGlite');
   }
+}
+
+/** PostgreSQL's error for a prepared statement whose table changed shape since it was prepared. */
+function changedResultType(error: unknown): boolean {
+  return (error as { code?: unknown })?.code === '0A000' && /cached plan must not change result type/.test(String((error as Error).message));
 }
 
 function concat(parts: Uint8Array[]): Uint8Array {
