@@ -6,6 +6,8 @@ import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
 
 /** What reached the disk, in order: `data <file>` (fdatasync), `folder <path>` (fsync of a folder), `acked <key>`. */
 const events: string[] = [];
+/** Each fsync of a folder as it started, with the number of `events` before it (a `folder` event says when it ended). */
+const flushStarts: Array<{ path: string; after: number }> = [];
 /** Folders whose fsync is held until released (to let a concurrent put race it). */
 const held = new Map<string, Promise<void>>();
 
@@ -18,6 +20,7 @@ vi.mock('node:fs/promises', async (importOriginal) => {
     const datasync = handle.datasync.bind(handle);
     return Object.assign(handle, {
       sync: async () => {
+        flushStarts.push({ path, after: events.length });
         await held.get(path);
         await sync();
         events.push(`folder ${path}`);
@@ -37,6 +40,7 @@ const base = mkdtempSync(join(tmpdir(), 'cis-blobs-durable-'));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
 beforeEach(() => {
   events.length = 0;
+  flushStarts.length = 0;
   held.clear();
 });
 
@@ -90,5 +94,37 @@ describe('directory blob store: what is on disk when a put resolves', () => {
     expect(folderSynced).toBeGreaterThanOrEqual(0);
     for (const key of keys) expect(events.indexOf(`acked ${key}`)).toBeGreaterThan(folderSynced);
     expect(events.filter((e) => e === `folder ${root}`)).toHaveLength(1);
+  });
+
+  it('puts waiting at the same time share the next flush of their folder, which starts after their files were written', async () => {
+    const root = join(base, 'grouped');
+    const store = createDirectoryBlobStore(root);
+    const folder = join(root, prefix);
+    await store.put(prefix, new Uint8Array([0])); // the folder exists: only the file's flushes are left
+    let release!: () => void;
+    held.set(folder, new Promise<void>((resolve) => (release = resolve)));
+    events.length = 0;
+    flushStarts.length = 0;
+    const put = (bytes: Uint8Array) => store.put(prefix, bytes).then((key) => (events.push(`acked ${key}`), key));
+
+    const first = put(new Uint8Array([1]));
+    while (flushStarts.length === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+    // The first one's flush is running (held): these three were written after it started, so it cannot cover them.
+    const later = [put(new Uint8Array([2])), put(new Uint8Array([3])), put(new Uint8Array([4]))];
+    while (events.filter((e) => e.startsWith('data')).length < 4) await new Promise((resolve) => setTimeout(resolve, 1));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(flushStarts.map((f) => f.path)).toEqual([folder]);
+    held.delete(folder);
+    release();
+    const [firstKey, ...laterKeys] = await Promise.all([first, ...later]);
+
+    const flushes = events.flatMap((e, i) => (e === `folder ${folder}` ? [i] : []));
+    expect(flushes).toHaveLength(2); // four puts, two flushes
+    expect(events.indexOf(`acked ${firstKey}`)).toBeGreaterThan(flushes[0]!);
+    expect(flushStarts.map((f) => f.path)).toEqual([folder, folder]);
+    for (const key of laterKeys) {
+      expect(events.indexOf(`data ${join(root, key)}`)).toBeLessThan(flushStarts[1]!.after);
+      expect(events.indexOf(`acked ${key}`)).toBeGreaterThan(flushes[1]!);
+    }
   });
 });

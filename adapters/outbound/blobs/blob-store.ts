@@ -37,6 +37,7 @@ export function createDirectoryBlobStore(root: string): BlobStore {
     }
     return making;
   };
+  const flushFolder = sharedFolderFlushes();
   const writeNew = async (path: string, bytes: Uint8Array) => {
     const folder = dirname(path);
     await ensureFolder(folder);
@@ -50,7 +51,7 @@ export function createDirectoryBlobStore(root: string): BlobStore {
     }
     // The new name is durable once its folder is: without this a power loss could drop the entry of a file
     // whose upload was already acknowledged.
-    await syncFolder(folder);
+    await flushFolder(folder);
   };
   const makeFolder = async (folder: string) => {
     const firstMade = await mkdir(folder, { recursive: true });
@@ -97,6 +98,35 @@ async function writeDurably(path: string, bytes: Uint8Array) {
   } finally {
     await file.close();
   }
+}
+
+/**
+ * A folder's flushes shared by the puts that wait at the same time (a group commit). A put needs a flush that starts
+ * after its file was written, so it joins the next flush not yet started, which starts once the running one ends:
+ * concurrent uploads into one knowledge base cost one or two flushes between them, not one each.
+ */
+function sharedFolderFlushes() {
+  const next = new Map<string, Promise<void>>();
+  const running = new Map<string, Promise<void>>();
+  return (folder: string): Promise<void> => {
+    const waiting = next.get(folder);
+    if (waiting) return waiting;
+    const previous = running.get(folder);
+    const flush = (async () => {
+      // Always yields first, so that `next` holds this flush before it can start and stop taking joiners.
+      await previous?.catch(() => {});
+      next.delete(folder);
+      const started = syncFolder(folder);
+      running.set(folder, started);
+      try {
+        await started;
+      } finally {
+        if (running.get(folder) === started) running.delete(folder);
+      }
+    })();
+    next.set(folder, flush);
+    return flush;
+  };
 }
 
 /**
