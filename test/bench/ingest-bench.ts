@@ -14,11 +14,12 @@
  * Phases, in this order:
  *   1. baseline, in a child process of its own (so that memory figures do not mix): one small PDF extracted
  *      once as a warm-up (not timed), then each PDF through extractDocument, one after the other;
- *   2. end to end, in this process, after the same warm-up through the service (the smallest PDF uploaded and processed in a knowledge base of its own): the service in-process (embedded PGlite in a temp
- *      DATA_DIR, or a scratch database on DATABASE_URL's server), one owner, one knowledge base with default
- *      settings; every PDF is uploaded through POST /api/v1/knowledge-base/documents over HTTPS
- *      (BENCH_UPLOAD_CONCURRENCY in flight) and GET /api/v1/knowledge-base/documents is polled every 100 ms
- *      until none is `processing`. Time runs from the first upload to that poll; pages = the pageCount of
+ *   2. end to end, in this process, after the same warm-up through the service (the smallest PDF uploaded and
+ *      processed in a knowledge base of its own): the service in-process (embedded PGlite in a temp DATA_DIR, or a
+ *      scratch database on DATABASE_URL's server), one owner, one knowledge base with default settings; every PDF
+ *      is uploaded through POST /api/v1/knowledge-base/documents over HTTPS (BENCH_UPLOAD_CONCURRENCY in flight,
+ *      from a child process of its own: upload-client.ts) and GET /api/v1/knowledge-base/documents is polled
+ *      every 100 ms until none is `processing`. Time runs from the first upload to that poll; pages = the pageCount of
  *      the completed documents.
  * Memory: process RSS sampled every 50 ms during each phase (peak), and process.resourceUsage().maxRSS
  * (the lifetime peak of the process: the child for the baseline, this process for end to end).
@@ -58,7 +59,6 @@ import {
   expectStatus,
   intEnv,
   loadAverage,
-  mapPool,
   mib,
   round,
   signUp,
@@ -68,6 +68,7 @@ import {
   startWatchdog,
   type BenchService,
 } from './bench-kit.ts';
+import { forkUploadClient, type UploadClient } from './upload-client.ts';
 
 const PDF_DIR = process.env.BENCH_PDF_DIR || undefined;
 const DEFAULT_DIR = '/usr/share/doc';
@@ -333,15 +334,21 @@ async function warmUp(service: BenchService, pdf: Pdf, deadline: number) {
   throw new Error('the warm-up document did not finish before the time limit');
 }
 
-async function endToEnd(service: BenchService, pdfs: Pdf[], deadline: number) {
+async function endToEnd(service: BenchService, uploader: UploadClient, pdfs: Pdf[], deadline: number) {
   const { app } = service;
   const token = await signUp(app.url);
   const configId = await createKnowledgeBase(app.url, token, { name: 'PDF ingestion bench' });
+  const files = pdfs.map((pdf, i) => ({ name: `${String(i + 1).padStart(3, '0')}-${pdf.name}`, contentType: 'application/pdf', bytes: pdf.bytes }));
   const sampler = startRssSampler(RSS_SAMPLE_MS);
   const t0 = performance.now();
-  const uploads = await mapPool(pdfs, UPLOAD_CONCURRENCY, (pdf, i) =>
-    uploadDocument(app.url, token, configId, `${String(i + 1).padStart(3, '0')}-${pdf.name}`, 'application/pdf', pdf.bytes),
-  );
+  const uploads = await uploader.upload({
+    origin: app.url,
+    token,
+    configId,
+    files,
+    concurrency: UPLOAD_CONCURRENCY,
+    timeoutMs: Math.max(1_000, deadline - Date.now()),
+  });
   const uploadSeconds = (performance.now() - t0) / 1000;
   log(`  uploads done in ${uploadSeconds.toFixed(1)} s; waiting for processing`);
   let lastLog = performance.now();
@@ -423,7 +430,10 @@ async function main() {
     // knowledge base of its own, before the clock starts (the parsing worker loads its modules on first use).
     const smallest = [...pdfs].sort((a, b) => a.bytes.byteLength - b.bytes.byteLength)[0]!;
     await warmUp(service, smallest, deadline);
-    const e2e = await endToEnd(service, pdfs, deadline);
+    const uploader = forkUploadClient();
+    service.onCleanup('stop the upload client', () => uploader.close());
+    await uploader.ready();
+    const e2e = await endToEnd(service, uploader, pdfs, deadline);
     const pps = e2e.pages / e2e.seconds;
     log(
       `  ${e2e.completed} completed, ${e2e.failed.length} failed, ${e2e.pages} pages in ${e2e.seconds.toFixed(2)} s: ${pps.toFixed(1)} pages/s; peak RSS ${mib(e2e.rss.peakBytes)} MiB`,

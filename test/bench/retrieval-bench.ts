@@ -5,7 +5,8 @@
  *    DATABASE_URL's server; both removed at the end), signs up, creates a knowledge base (chunkSize 8000,
  *    overlap 0: every abstract but two is one chunk; retrievalDepth 50, the maximum) and ingests the corpus
  *    through the real ingestion code: each abstract (title + "\n\n" + text) is uploaded as `<corpus-id>.txt`
- *    through POST /api/v1/knowledge-base/documents over HTTPS (BENCH_UPLOAD_CONCURRENCY in flight), and the
+ *    through POST /api/v1/knowledge-base/documents over HTTPS (BENCH_UPLOAD_CONCURRENCY in flight, from a child
+ *    process of its own, upload-client.ts, so the client's work is not on the service's event loop), and the
  *    background job workers take it to `completed`. Ingestion rate (docs/s, first upload to last document
  *    completed) is reported against the same per-document work done in-process without HTTP, queue or
  *    database (extract + split + embed + analyse), measured in the same run.
@@ -38,7 +39,7 @@
  *   BENCH_SWEEP=1              also fuse the lexical and vector candidate lists in memory over a grid of
  *                              LEXICAL_WEIGHT x RRF_K x CANDIDATES ("bench":"retrieval-sweep" lines), to tune
  *                              routers/knowledge-base/retrieve.ts; the fusion formula is the one in retrieve()
- *   BENCH_CPU_PROFILE          a folder: the V8 CPU profiles of the ingestion and latency phases (this process: client and service)
+ *   BENCH_CPU_PROFILE          a folder: the V8 CPU profiles of the ingestion and latency phases (this process: the service)
  *                              are written there as retrieval-ingest.cpuprofile and retrieval-latency.cpuprofile
  *   DATABASE_URL               optional postgres:// URL of a server on which a scratch database is created and dropped
  */
@@ -67,15 +68,14 @@ import {
   intEnv,
   latencySummary,
   loadAverage,
-  mapPool,
   round,
   signUp,
   startBenchService,
   profiled,
-  uploadDocument,
   startWatchdog,
   type BenchService,
 } from './bench-kit.ts';
+import { forkUploadClient, type UploadClient } from './upload-client.ts';
 
 const SCIFACT_DIR = process.env.BENCH_SCIFACT_DIR || join(fileURLToPath(new URL('../../', import.meta.url)), '..', 'shared', 'datasets', 'scifact');
 const CORPUS_LIMIT = intEnv('BENCH_CORPUS_LIMIT', 0, 0, 1_000_000);
@@ -211,15 +211,18 @@ async function pipelineBaseline(dataset: Dataset) {
   return { docsPerSecond: dataset.corpus.length / seconds, seconds, chunks };
 }
 
-async function ingest(service: BenchService, token: string, configId: string, dataset: Dataset, deadline: number) {
+async function ingest(service: BenchService, uploader: UploadClient, token: string, configId: string, dataset: Dataset, deadline: number) {
   const { app } = service;
   const db = app.deps.database.db;
+  const files = dataset.corpus.map((doc) => ({ name: `${doc.id}.txt`, contentType: 'text/plain', bytes: Buffer.from(doc.text, 'utf8') }));
   const t0 = performance.now();
-  let uploaded = 0;
-  const results = await mapPool(dataset.corpus, UPLOAD_CONCURRENCY, async (doc) => {
-    const r = await uploadDocument(app.url, token, configId, `${doc.id}.txt`, 'text/plain', Buffer.from(doc.text, 'utf8'));
-    if (++uploaded % 1000 === 0) log(`  uploaded ${uploaded}/${dataset.corpus.length} (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
-    return r;
+  const results = await uploader.upload({
+    origin: app.url,
+    token,
+    configId,
+    files,
+    concurrency: UPLOAD_CONCURRENCY,
+    timeoutMs: Math.max(1_000, deadline - Date.now()),
   });
   const uploadSeconds = (performance.now() - t0) / 1000;
   const duplicates = results.filter((r) => r.duplicate).length;
@@ -409,7 +412,10 @@ async function main() {
     });
 
     log(`ingesting ${dataset.corpus.length} documents through the upload endpoint (${UPLOAD_CONCURRENCY} in flight, ${JOB_CONCURRENCY} job workers)`);
-    const ingestion = await profiled('retrieval-ingest.cpuprofile', () => ingest(service!, token, configId, dataset, deadline));
+    const uploader = forkUploadClient();
+    service.onCleanup('stop the upload client', () => uploader.close());
+    await uploader.ready();
+    const ingestion = await profiled('retrieval-ingest.cpuprofile', () => ingest(service!, uploader, token, configId, dataset, deadline));
     const ingestRate = ingestion.completed / ingestion.seconds;
     log(`  ${ingestion.completed} completed, ${ingestion.failed} failed in ${ingestion.seconds.toFixed(1)} s: ${ingestRate.toFixed(1)} docs/s`);
     const chunkCount = Number(
