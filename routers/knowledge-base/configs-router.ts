@@ -41,6 +41,13 @@ export async function ownedConfig(deps: Pick<AppDeps, 'database'>, ownerId: stri
   return row;
 }
 
+/** As ownedConfig, for a caller that needs only to know the configuration is the owner's. */
+export async function ownedConfigId(deps: Pick<AppDeps, 'database'>, ownerId: string, id: string): Promise<string> {
+  const found = await repo.findOwnedConfigId(deps.database.db, ownerId, id);
+  if (!found) throw configNotFound();
+  return found;
+}
+
 export const kbConfigsRouter = router({
   list: ownerProcedure
     .meta({ openapi: { method: 'GET', path: '/api/v1/knowledge-base/configs', tags, summary: 'List knowledge base configurations', protect: true } })

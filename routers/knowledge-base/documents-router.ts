@@ -7,7 +7,7 @@ import { uploadedFileSchema } from '../../schema/uploads.ts';
 import { ownerProcedure, router } from '../trpc.ts';
 import { sniffDocumentKind } from '../../adapters/outbound/parsers/sniff.ts';
 import * as repo from './repository.ts';
-import { ownedConfig } from './configs-router.ts';
+import { ownedConfigId } from './configs-router.ts';
 import { INGEST_JOB, type IngestPayload } from './jobs.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import type { AppDeps } from '../context.ts';
@@ -30,8 +30,8 @@ export const kbDocumentsRouter = router({
     .input(z.object({ configId: idParam }))
     .output(z.object({ documents: z.array(kbDocumentSchema), count: z.number().int() }))
     .query(async ({ ctx, input }) => {
-      const config = await ownedConfig(ctx.deps, ctx.owner.id, input.configId);
-      const rows = await repo.listDocuments(ctx.deps.database.db, ctx.owner.id, config.id);
+      const configId = await ownedConfigId(ctx.deps, ctx.owner.id, input.configId);
+      const rows = await repo.listDocuments(ctx.deps.database.db, ctx.owner.id, configId);
       return { documents: rows.map(repo.toKbDocument), count: rows.length };
     }),
 
@@ -64,13 +64,13 @@ export const kbDocumentsRouter = router({
     .mutation(async ({ ctx, input }) => {
       const { deps } = ctx;
       const db = deps.database.db;
-      const config = await ownedConfig(deps, ctx.owner.id, input.configId);
+      const configId = await ownedConfigId(deps, ctx.owner.id, input.configId);
       const sniffed = sniffDocumentKind(input.file.bytes, input.file.fileName);
       if (!sniffed.ok) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported file', `file: ${sniffed.reason}`);
       const contentHash = createHash('sha256').update(input.file.bytes).digest('hex');
       // The insert itself finds a duplicate (ON CONFLICT on the content hash): a new document costs no
       // look-up first, and a duplicate, the rarer case, stores its bytes once in vain.
-      const blobKey = await deps.blobs.put(config.id, input.file.bytes);
+      const blobKey = await deps.blobs.put(configId, input.file.bytes);
       const documentId = randomUUID();
       let row: repo.KbDocumentRow | undefined;
       try {
@@ -79,7 +79,7 @@ export const kbDocumentsRouter = router({
           {
             id: documentId,
             owner_id: ctx.owner.id,
-            config_id: config.id,
+            config_id: configId,
             file_name: input.file.fileName.slice(0, 255) || 'upload',
             kind: sniffed.kind,
             size_bytes: input.file.bytes.byteLength,
@@ -91,7 +91,7 @@ export const kbDocumentsRouter = router({
           {
             id: randomUUID(),
             kind: INGEST_JOB,
-            payload: JSON.stringify({ documentId, configId: config.id } satisfies IngestPayload),
+            payload: JSON.stringify({ documentId, configId } satisfies IngestPayload),
             dedupeKey: `ingest:${documentId}`,
           },
         );
@@ -104,7 +104,7 @@ export const kbDocumentsRouter = router({
         return { document: repo.toKbDocument(row), duplicate: false };
       }
       await deps.blobs.delete(blobKey);
-      const existing = await repo.findDocumentByHash(db, config.id, contentHash);
+      const existing = await repo.findDocumentByHash(db, configId, contentHash);
       // Deleted between the insert and this look-up: as if it had never been there, the caller may upload again.
       if (!existing) throw new AppError('CONFLICT', 'The document was deleted while it was uploaded again; upload it once more');
       ctx.response.status = 200;
@@ -112,8 +112,7 @@ export const kbDocumentsRouter = router({
       // The same file again after a failure is a retry: process it anew (the stored original is kept).
       const retried = await db.transaction().execute(async (trx) => {
         const again = await repo.retryFailedDocument(trx, existing.id, input.file.fileName.slice(0, 255) || existing.file_name);
-        if (again)
-          await deps.jobs.enqueue(INGEST_JOB, { documentId: again.id, configId: config.id } satisfies IngestPayload, { dedupeKey: `ingest:${again.id}` }, trx);
+        if (again) await deps.jobs.enqueue(INGEST_JOB, { documentId: again.id, configId } satisfies IngestPayload, { dedupeKey: `ingest:${again.id}` }, trx);
         return again ?? existing;
       });
       deps.jobs.notify();

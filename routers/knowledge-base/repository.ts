@@ -59,6 +59,10 @@ export const listConfigs = (db: Db, ownerId: string) =>
 export const findConfig = (db: Db, ownerId: string, id: string) =>
   db.selectFrom('kb_configs').selectAll().where('owner_id', '=', ownerId).where('id', '=', id).executeTakeFirst();
 
+/** The id back when the owner has this configuration: a check that reads one column, not the whole row. */
+export const findOwnedConfigId = async (db: Db, ownerId: string, id: string) =>
+  (await db.selectFrom('kb_configs').select('id').where('owner_id', '=', ownerId).where('id', '=', id).executeTakeFirst())?.id;
+
 export const findConfigById = (db: Db, id: string) => db.selectFrom('kb_configs').selectAll().where('id', '=', id).executeTakeFirst();
 
 export const listDocuments = (db: Db, ownerId: string, configId: string) =>
