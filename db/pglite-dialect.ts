@@ -57,7 +57,7 @@ interface PreparedStatement {
 /**
  * Runs each statement as a named prepared statement, prepared once per SQL text. PGlite's own query() makes six
  * calls into the engine per statement (parse, describe, bind, describe, execute, sync) and plans the statement
- * every time; here a statement seen before is one call (bind, describe, execute, sync) on a plan PostgreSQL caches,
+ * every time; here a statement seen before is one call (bind, execute, sync) on a plan PostgreSQL caches,
  * as postgres.js does on a server. Parameters are serialised and rows parsed with PGlite's own type maps, so
  * values come back exactly as from query().
  */
