@@ -128,7 +128,26 @@ describe('PGlite dialect', () => {
       { a: 1, c: 7 },
       { a: 2, c: 7 },
     ]);
+    // In a transaction too, now that it was prepared anew (not run again after failing).
+    await db.transaction().execute(async (trx) => {
+      await sql`insert into shape values (3, 7)`.execute(trx);
+      expect((await sql`select * from shape`.execute(trx)).rows).toHaveLength(3);
+    });
   });
+
+  it("describes on every run the rows of statements PostgreSQL does not hold to one shape: a cursor's", () =>
+    database.db.transaction().execute(async (trx) => {
+      for (const [query, rows] of [
+        [sql`select 1 as one`, [{ one: 1 }]],
+        [sql`select 'hello'::text as greeting, 2 as two`, [{ greeting: 'hello', two: 2 }]],
+      ] as const) {
+        await sql`declare cur scroll cursor for ${query}`.execute(trx);
+        expect((await sql`fetch all from cur`.execute(trx)).rows).toEqual(rows);
+        await sql`move absolute 0 in cur`.execute(trx);
+        expect((await sql`/* again */ fetch all from cur`.execute(trx)).rows).toEqual(rows);
+        await sql`close cur`.execute(trx);
+      }
+    }));
 
   it('delivers notifications raised by its statements', async () => {
     const seen: string[] = [];

@@ -52,7 +52,16 @@ interface PreparedStatement {
   paramTypes: number[];
   /** The description of its rows, absent for a statement that returns none. */
   rowDescription: BackendMessage | undefined;
+  /** False for the statements whose rows PostgreSQL does not hold to the prepared description (UNFIXED_RESULT). */
+  fixedResult: boolean;
 }
+
+/**
+ * Statements whose rows can change shape between runs without the error a changed table gives (they are not
+ * planned: a cursor's FETCH or MOVE, SQL-level EXECUTE, CALL), after any leading comments. Theirs are described
+ * on every run.
+ */
+const UNFIXED_RESULT = /^(?:\s|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)*(?:fetch|move|execute|call)\b/i;
 
 /**
  * Runs each statement as a named prepared statement, prepared once per SQL text. PGlite's own query() makes six
@@ -84,7 +93,8 @@ class PGliteConnection implements DatabaseConnection {
         // its rows' shape. It is prepared anew next time, and run again now where that loses nothing (outside a
         // transaction, which the error has aborted), as postgres.js does.
         if (!changedResultType(error)) throw error;
-        await this.forget(query.sql);
+        // Best effort: a statement left behind on a failed close is only a name never used again.
+        await this.forget(query.sql).catch(() => {});
         if (this.pglite.isInTransaction()) throw error;
         return this.execute<R>(query);
       }
@@ -97,16 +107,16 @@ class PGliteConnection implements DatabaseConnection {
     this.statements.delete(query.sql);
     this.statements.set(query.sql, statement);
     const values = query.parameters.map((value, i) => this.serialize(value, statement.paramTypes[i]));
-    const { messages } = await this.pglite.execProtocol(
-      concat([serialize.bind({ statement: statement.name, values }), serialize.execute({}), serialize.sync()]),
-    );
+    const bind = serialize.bind({ statement: statement.name, values });
+    if (!statement.fixedResult) {
+      const { messages } = await this.pglite.execProtocol(concat([bind, serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()]));
+      return toQueryResult<R>(parseResults(messages, this.parsers, { rowMode: 'object' })[0]);
+    }
+    const { messages } = await this.pglite.execProtocol(concat([bind, serialize.execute({}), serialize.sync()]));
     // The rows are described as when the statement was prepared (PostgreSQL fails a prepared statement rather than
     // change its result type), so the description is not asked for and parsed again on every execution.
-    const [result] = parseResults(statement.rowDescription ? [statement.rowDescription, ...messages] : messages, this.parsers, { rowMode: 'object' });
-    return {
-      rows: (result?.rows ?? []) as R[],
-      numAffectedRows: result?.affectedRows === undefined ? undefined : BigInt(result.affectedRows),
-    };
+    const rows = statement.rowDescription ? [statement.rowDescription, ...messages] : messages;
+    return toQueryResult<R>(parseResults(rows, this.parsers, { rowMode: 'object' })[0]);
   }
 
   private async forget(text: string) {
@@ -117,14 +127,16 @@ class PGliteConnection implements DatabaseConnection {
   }
 
   private async prepare(text: string) {
+    // The least recently used goes first, so a failure here cannot leave the new statement unrecorded on the server.
+    if (this.statements.size >= MAX_PREPARED_STATEMENTS) await this.forget(this.statements.keys().next().value!);
     const name = `k${++this.nextStatement}`;
     const { messages } = await this.pglite.execProtocol(concat([serialize.parse({ name, text }), serialize.describe({ type: 'S', name }), serialize.sync()]));
     const statement: PreparedStatement = {
       name,
       paramTypes: parseDescribeStatementResults(messages),
       rowDescription: messages.find((message) => message.name === 'rowDescription'),
+      fixedResult: !UNFIXED_RESULT.test(text),
     };
-    if (this.statements.size >= MAX_PREPARED_STATEMENTS) await this.forget(this.statements.keys().next().value!);
     this.statements.set(text, statement);
     return statement;
   }
@@ -143,6 +155,13 @@ class PGliteConnection implements DatabaseConnection {
   async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
     throw new Error('streaming queries are not supported on PGlite');
   }
+}
+
+function toQueryResult<R>(result: ReturnType<typeof parseResults>[number] | undefined): QueryResult<R> {
+  return {
+    rows: (result?.rows ?? []) as R[],
+    numAffectedRows: result?.affectedRows === undefined ? undefined : BigInt(result.affectedRows),
+  };
 }
 
 /** PostgreSQL's error for a prepared statement whose table changed shape since it was prepared. */
