@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -9,29 +9,42 @@ const events: string[] = [];
 const flushStarts: Array<{ path: string; after: number }> = [];
 /** Folders whose fsync is held until released (to let a concurrent put race it). */
 const held = new Map<string, Promise<void>>();
+/** Folder fsyncs that fail with EIO, by their number in `flushStarts` (1 is the first). */
+const failing = new Set<number>();
+/** Files (opened `wx`) closed so far. */
+let filesClosed = 0;
 
 // The store's descriptor calls (node:fs, callback style), recorded by the path each descriptor was opened with.
 vi.mock('node:fs', async (importOriginal) => {
   const fs = await importOriginal<typeof import('node:fs')>();
   const paths = new Map<number, string>();
+  const files = new Set<number>();
   type Done = (error: NodeJS.ErrnoException | null) => void;
   const open = (path: string, flags: string, done: (error: NodeJS.ErrnoException | null, fd: number) => void) =>
     fs.open(path, flags, (error, fd) => {
       if (!error) paths.set(fd, path);
+      if (!error && flags === 'wx') files.add(fd);
       done(error, fd);
     });
   const close = (fd: number, done: Done) => {
+    const file = files.delete(fd);
     paths.delete(fd);
-    fs.close(fd, done);
+    fs.close(fd, (error) => {
+      if (file) filesClosed++;
+      done(error);
+    });
   };
   const fsync = (fd: number, done: Done) => {
     const path = paths.get(fd)!;
     flushStarts.push({ path, after: events.length });
+    const fails = failing.has(flushStarts.length);
     void (held.get(path) ?? Promise.resolve()).then(() =>
-      fs.fsync(fd, (error) => {
-        if (!error) events.push(`folder ${path}`);
-        done(error);
-      }),
+      fails
+        ? done(Object.assign(new Error(`EIO: i/o error, fsync '${path}'`), { code: 'EIO' }))
+        : fs.fsync(fd, (error) => {
+            if (!error) events.push(`folder ${path}`);
+            done(error);
+          }),
     );
   };
   const fdatasync = (fd: number, done: Done) =>
@@ -50,7 +63,11 @@ beforeEach(() => {
   events.length = 0;
   flushStarts.length = 0;
   held.clear();
+  failing.clear();
+  filesClosed = 0;
 });
+
+const tick = () => new Promise((resolve) => setTimeout(resolve, 1));
 
 const prefix = '7d0c1b9e-0e55-4a4f-8f3c-1f4bb1f0a001';
 
@@ -119,8 +136,9 @@ describe('directory blob store: what is on disk when a put resolves', () => {
     while (flushStarts.length === 0) await new Promise((resolve) => setTimeout(resolve, 1));
     // The first one's flush is running (held): these three were written after it started, so it cannot cover them.
     const later = [put(new Uint8Array([2])), put(new Uint8Array([3])), put(new Uint8Array([4]))];
-    while (events.filter((e) => e.startsWith('data')).length < 4) await new Promise((resolve) => setTimeout(resolve, 1));
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Each of them asks for its flush once its file is closed.
+    while (filesClosed < 4) await tick();
+    await new Promise((resolve) => setImmediate(resolve));
     expect(flushStarts.map((f) => f.path)).toEqual([folder]);
     held.delete(folder);
     release();
@@ -134,5 +152,51 @@ describe('directory blob store: what is on disk when a put resolves', () => {
       expect(events.indexOf(`data ${join(root, key)}`)).toBeLessThan(flushStarts[1]!.after);
       expect(events.indexOf(`acked ${key}`)).toBeGreaterThan(flushes[1]!);
     }
+  });
+
+  it('a failed flush fails the puts that shared it and removes their files; the next put gets a flush of its own', async () => {
+    const root = join(base, 'failing');
+    const store = createDirectoryBlobStore(root);
+    const folder = join(root, prefix);
+    await store.put(prefix, new Uint8Array([0]));
+    let release!: () => void;
+    held.set(folder, new Promise<void>((resolve) => (release = resolve)));
+    flushStarts.length = 0;
+    filesClosed = 0;
+    failing.add(2);
+
+    const first = store.put(prefix, new Uint8Array([1]));
+    while (flushStarts.length === 0) await tick();
+    const shared = [store.put(prefix, new Uint8Array([2])), store.put(prefix, new Uint8Array([3]))];
+    const settled = Promise.allSettled(shared);
+    while (filesClosed < 3) await tick();
+    held.delete(folder);
+    release();
+    const firstKey = await first;
+    expect((await settled).map((r) => (r.status === 'rejected' ? (r.reason as NodeJS.ErrnoException).code : r.status))).toEqual(['EIO', 'EIO']);
+    expect(flushStarts.map((f) => f.path)).toEqual([folder, folder]);
+    expect(readdirSync(folder)).toHaveLength(2); // the one before, and the first of these; the two that failed are gone
+    expect(readdirSync(folder)).toContain(firstKey.split('/')[1]);
+
+    const next = await store.put(prefix, new Uint8Array([4]));
+    expect(flushStarts).toHaveLength(3);
+    expect(readdirSync(folder)).toContain(next.split('/')[1]);
+  });
+
+  it('puts that find their folder removed behind the store both wait for its entry to be flushed again', async () => {
+    const root = join(base, 'removed');
+    const store = createDirectoryBlobStore(root);
+    await store.put(prefix, new Uint8Array([0]));
+    rmSync(join(root, prefix), { recursive: true });
+    let release!: () => void;
+    held.set(root, new Promise<void>((resolve) => (release = resolve)));
+    const acked: string[] = [];
+    const puts = [1, 2].map((n) => store.put(prefix, new Uint8Array([n])).then((key) => void acked.push(key)));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(acked).toEqual([]); // the folder made again is not on disk until its entry in root is flushed
+    held.delete(root);
+    release();
+    await Promise.all(puts);
+    expect(acked).toHaveLength(2);
   });
 });

@@ -53,12 +53,15 @@ export function createDirectoryBlobStore(root: string): BlobStore {
   const flushFolder = sharedFolderFlushes();
   const writeNew = async (path: string, bytes: Uint8Array) => {
     const folder = dirname(path);
-    await ensureFolder(folder);
+    const making = ensureFolder(folder);
+    await making;
     try {
       await writeDurably(path, bytes);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      folders.delete(folder);
+      // Only the making this put relied on is dropped: another put may already be making the folder again (and
+      // flushing its entry), which this one must wait for rather than replace with a making that finds it there.
+      if (folders.get(folder) === making) folders.delete(folder);
       await ensureFolder(folder);
       await writeDurably(path, bytes);
     }
