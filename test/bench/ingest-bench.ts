@@ -338,14 +338,13 @@ async function endToEnd(service: BenchService, uploader: UploadClient, pdfs: Pdf
   const { app } = service;
   const token = await signUp(app.url);
   const configId = await createKnowledgeBase(app.url, token, { name: 'PDF ingestion bench' });
-  const files = pdfs.map((pdf, i) => ({ name: `${String(i + 1).padStart(3, '0')}-${pdf.name}`, contentType: 'application/pdf', bytes: pdf.bytes }));
+  await uploader.load(pdfs.map((pdf, i) => ({ name: `${String(i + 1).padStart(3, '0')}-${pdf.name}`, contentType: 'application/pdf', bytes: pdf.bytes })));
   const sampler = startRssSampler(RSS_SAMPLE_MS);
   const t0 = performance.now();
   const uploads = await uploader.upload({
     origin: app.url,
     token,
     configId,
-    files,
     concurrency: UPLOAD_CONCURRENCY,
     timeoutMs: Math.max(1_000, deadline - Date.now()),
   });
@@ -432,7 +431,6 @@ async function main() {
     await warmUp(service, smallest, deadline);
     const uploader = forkUploadClient();
     service.onCleanup('stop the upload client', () => uploader.close());
-    await uploader.ready();
     const e2e = await endToEnd(service, uploader, pdfs, deadline);
     const pps = e2e.pages / e2e.seconds;
     log(

@@ -214,13 +214,12 @@ async function pipelineBaseline(dataset: Dataset) {
 async function ingest(service: BenchService, uploader: UploadClient, token: string, configId: string, dataset: Dataset, deadline: number) {
   const { app } = service;
   const db = app.deps.database.db;
-  const files = dataset.corpus.map((doc) => ({ name: `${doc.id}.txt`, contentType: 'text/plain', bytes: Buffer.from(doc.text, 'utf8') }));
+  await uploader.load(dataset.corpus.map((doc) => ({ name: `${doc.id}.txt`, contentType: 'text/plain', bytes: Buffer.from(doc.text, 'utf8') })));
   const t0 = performance.now();
   const results = await uploader.upload({
     origin: app.url,
     token,
     configId,
-    files,
     concurrency: UPLOAD_CONCURRENCY,
     timeoutMs: Math.max(1_000, deadline - Date.now()),
   });
@@ -414,7 +413,6 @@ async function main() {
     log(`ingesting ${dataset.corpus.length} documents through the upload endpoint (${UPLOAD_CONCURRENCY} in flight, ${JOB_CONCURRENCY} job workers)`);
     const uploader = forkUploadClient();
     service.onCleanup('stop the upload client', () => uploader.close());
-    await uploader.ready();
     const ingestion = await profiled('retrieval-ingest.cpuprofile', () => ingest(service!, uploader, token, configId, dataset, deadline));
     const ingestRate = ingestion.completed / ingestion.seconds;
     log(`  ${ingestion.completed} completed, ${ingestion.failed} failed in ${ingestion.seconds.toFixed(1)} s: ${ingestRate.toFixed(1)} docs/s`);
