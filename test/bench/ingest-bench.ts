@@ -341,13 +341,7 @@ async function endToEnd(service: BenchService, uploader: UploadClient, pdfs: Pdf
   await uploader.load(pdfs.map((pdf, i) => ({ name: `${String(i + 1).padStart(3, '0')}-${pdf.name}`, contentType: 'application/pdf', bytes: pdf.bytes })));
   const sampler = startRssSampler(RSS_SAMPLE_MS);
   const t0 = performance.now();
-  const uploads = await uploader.upload({
-    origin: app.url,
-    token,
-    configId,
-    concurrency: UPLOAD_CONCURRENCY,
-    timeoutMs: Math.max(1_000, deadline - Date.now()),
-  });
+  const uploads = await uploader.upload({ origin: app.url, token, configId, concurrency: UPLOAD_CONCURRENCY, deadline });
   const uploadSeconds = (performance.now() - t0) / 1000;
   log(`  uploads done in ${uploadSeconds.toFixed(1)} s; waiting for processing`);
   let lastLog = performance.now();

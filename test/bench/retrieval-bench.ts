@@ -216,13 +216,7 @@ async function ingest(service: BenchService, uploader: UploadClient, token: stri
   const db = app.deps.database.db;
   await uploader.load(dataset.corpus.map((doc) => ({ name: `${doc.id}.txt`, contentType: 'text/plain', bytes: Buffer.from(doc.text, 'utf8') })));
   const t0 = performance.now();
-  const results = await uploader.upload({
-    origin: app.url,
-    token,
-    configId,
-    concurrency: UPLOAD_CONCURRENCY,
-    timeoutMs: Math.max(1_000, deadline - Date.now()),
-  });
+  const results = await uploader.upload({ origin: app.url, token, configId, concurrency: UPLOAD_CONCURRENCY, deadline });
   const uploadSeconds = (performance.now() - t0) / 1000;
   const duplicates = results.filter((r) => r.duplicate).length;
   log(`uploads done in ${uploadSeconds.toFixed(1)} s (${duplicates} duplicates); waiting for processing`);

@@ -18,8 +18,8 @@ export interface UploadJob {
   token: string;
   configId: string;
   concurrency: number;
-  /** The job's hard limit: past it the child is killed and the run fails. */
-  timeoutMs: number;
+  /** Date.now() by which the uploads must be done: past it the child is killed and the run fails. */
+  deadline: number;
 }
 
 type ClientJob = { load: UploadFile[] } | UploadJob;
@@ -34,7 +34,7 @@ export interface UploadClient {
 
 export function forkUploadClient(): UploadClient {
   const worker: JobWorker<ClientJob, UploadedDocument[]> = forkJobWorker(import.meta.url, { BENCH_UPLOAD_CHILD: '1' }, (job) =>
-    'load' in job ? 120_000 : job.timeoutMs,
+    'load' in job ? 120_000 : Math.max(1_000, job.deadline - Date.now()),
   );
   return {
     load: async (files) => void (await worker.run({ load: files })),
