@@ -207,6 +207,23 @@ describe('documents: upload, processing, failures', () => {
     expect((await upload(b.token, configId, 'x.txt', Buffer.from('hello'))).status).toBe(404);
     expect((await app.upload('/api/v1/knowledge-base/documents', { fileName: 'x.txt', bytes: Buffer.from('hello'), fields: { configId } })).status).toBe(401);
   });
+
+  it('listing and uploading need a configuration id of your own: 400 without one, 401 without auth, 404 for any other', async () => {
+    const list = (query: string, token?: string) => app.request('GET', `/api/v1/knowledge-base/documents${query}`, { token });
+    expect((await list(`?configId=${configId}`, a.token)).status).toBe(200);
+    expect((await list(`?configId=${configId}`)).status).toBe(401);
+    expect((await list(`?configId=${configId}`, b.token)).status).toBe(404);
+    // An id that is not one of ours names nothing (404, as an unknown one); a missing or unstorable one is a 400.
+    expect((await list('?configId=not-an-id', a.token)).status).toBe(404);
+    for (const query of ['', `?configId=${configId}%00`]) {
+      const r = await list(query, a.token);
+      expect(r.status).toBe(400);
+      expect(r.body.error.code).toBe('VALIDATION_FAILED');
+    }
+    expect((await upload(a.token, 'not-an-id', 'x.txt', Buffer.from('hello'))).status).toBe(404);
+    const noConfig = await app.upload('/api/v1/knowledge-base/documents', { token: a.token, fileName: 'x.txt', bytes: Buffer.from('hello'), fields: {} });
+    expect(noConfig.status).toBe(400);
+  });
 });
 
 describe('query, stream, collections', () => {
