@@ -108,15 +108,16 @@ class PGliteConnection implements DatabaseConnection {
     this.statements.set(query.sql, statement);
     const values = query.parameters.map((value, i) => this.serialize(value, statement.paramTypes[i]));
     const bind = serialize.bind({ statement: statement.name, values });
-    if (!statement.fixedResult) {
-      const { messages } = await this.pglite.execProtocol(concat([bind, serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()]));
-      return toQueryResult<R>(parseResults(messages, this.parsers, { rowMode: 'object' })[0]);
-    }
-    const { messages } = await this.pglite.execProtocol(concat([bind, serialize.execute({}), serialize.sync()]));
-    // The rows are described as when the statement was prepared (PostgreSQL fails a prepared statement rather than
-    // change its result type), so the description is not asked for and parsed again on every execution.
-    const rows = statement.rowDescription ? [statement.rowDescription, ...messages] : messages;
-    return toQueryResult<R>(parseResults(rows, this.parsers, { rowMode: 'object' })[0]);
+    // A fixed result's rows are described as when the statement was prepared (PostgreSQL fails a prepared statement
+    // rather than change its result type), so the description is not asked for and parsed again on every execution.
+    const describe = statement.fixedResult ? [] : [serialize.describe({ type: 'P' })];
+    const { messages } = await this.pglite.execProtocol(concat([bind, ...describe, serialize.execute({}), serialize.sync()]));
+    const described = statement.fixedResult && statement.rowDescription ? [statement.rowDescription, ...messages] : messages;
+    const [result] = parseResults(described, this.parsers, { rowMode: 'object' });
+    return {
+      rows: (result?.rows ?? []) as R[],
+      numAffectedRows: result?.affectedRows === undefined ? undefined : BigInt(result.affectedRows),
+    };
   }
 
   private async forget(text: string) {
@@ -155,13 +156,6 @@ class PGliteConnection implements DatabaseConnection {
   async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
     throw new Error('streaming queries are not supported on PGlite');
   }
-}
-
-function toQueryResult<R>(result: ReturnType<typeof parseResults>[number] | undefined): QueryResult<R> {
-  return {
-    rows: (result?.rows ?? []) as R[],
-    numAffectedRows: result?.affectedRows === undefined ? undefined : BigInt(result.affectedRows),
-  };
 }
 
 /** PostgreSQL's error for a prepared statement whose table changed shape since it was prepared. */
