@@ -14,15 +14,17 @@
  * Phases, in this order:
  *   1. baseline, in a child process of its own (so that memory figures do not mix): one small PDF extracted
  *      once as a warm-up (not timed), then each PDF through extractDocument, one after the other;
- *   2. end to end, in this process, after the same warm-up through the service (the smallest PDF uploaded and
- *      processed in a knowledge base of its own): the service in-process (embedded PGlite in a temp DATA_DIR, or a
- *      scratch database on DATABASE_URL's server), one owner, one knowledge base with default settings; every PDF
+ *   2. end to end, after the same warm-up through the service (the smallest PDF uploaded and processed in a
+ *      knowledge base of its own): the service as `npm start` runs it, precompiled, in a process of its own
+ *      (service-process.ts: embedded PGlite in a temp DATA_DIR, or a scratch database on DATABASE_URL's server),
+ *      one owner, one knowledge base with default settings; every PDF
  *      is uploaded through POST /api/v1/knowledge-base/documents over HTTPS (BENCH_UPLOAD_CONCURRENCY in flight,
  *      from a child process of its own: upload-client.ts) and GET /api/v1/knowledge-base/documents is polled
  *      every 100 ms until none is `processing`. Time runs from the first upload to that poll; pages = the pageCount of
  *      the completed documents.
- * Memory: process RSS sampled every 50 ms during each phase (peak), and process.resourceUsage().maxRSS
- * (the lifetime peak of the process: the child for the baseline, this process for end to end).
+ * Memory: process RSS sampled every 50 ms during each phase (peak), and the lifetime peak of the process measured
+ * (the baseline's child: resourceUsage().maxRSS; the service's process: VmHWM). End to end, that is the service's
+ * process alone: this process's PDFs, page counting and polling are not in it.
  *
  * stdout: one JSON line per figure, nothing else (progress on stderr):
  *   {"bench":"ingest","corpus":"system-pdfs"|"pdf-dir"|"generated","metric":"pages_per_second","value":e2e,
@@ -62,12 +64,11 @@ import {
   mib,
   round,
   signUp,
-  startBenchService,
   startRssSampler,
   uploadDocument,
   startWatchdog,
-  type BenchService,
 } from './bench-kit.ts';
+import { processMemory, startProcessRssSampler, startServiceProcess, type ServiceProcess } from './service-process.ts';
 import { forkUploadClient, type UploadClient } from './upload-client.ts';
 
 const PDF_DIR = process.env.BENCH_PDF_DIR || undefined;
@@ -322,31 +323,31 @@ async function documentsOf(origin: string, token: string, configId: string): Pro
 }
 
 /** Uploads one PDF as its own owner and waits until it leaves `processing`. */
-async function warmUp(service: BenchService, pdf: Pdf, deadline: number) {
-  const { app } = service;
-  const token = await signUp(app.url);
-  const configId = await createKnowledgeBase(app.url, token, { name: 'PDF ingestion bench warm-up' });
-  await uploadDocument(app.url, token, configId, `warm-up-${pdf.name}`, 'application/pdf', pdf.bytes);
+async function warmUp(service: ServiceProcess, pdf: Pdf, deadline: number) {
+  const { url } = service;
+  const token = await signUp(url);
+  const configId = await createKnowledgeBase(url, token, { name: 'PDF ingestion bench warm-up' });
+  await uploadDocument(url, token, configId, `warm-up-${pdf.name}`, 'application/pdf', pdf.bytes);
   while (Date.now() < deadline) {
-    if (!(await documentsOf(app.url, token, configId)).some((d) => d.status === 'processing')) return;
+    if (!(await documentsOf(url, token, configId)).some((d) => d.status === 'processing')) return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error('the warm-up document did not finish before the time limit');
 }
 
-async function endToEnd(service: BenchService, uploader: UploadClient, pdfs: Pdf[], deadline: number) {
-  const { app } = service;
-  const token = await signUp(app.url);
-  const configId = await createKnowledgeBase(app.url, token, { name: 'PDF ingestion bench' });
+async function endToEnd(service: ServiceProcess, uploader: UploadClient, pdfs: Pdf[], deadline: number) {
+  const { url } = service;
+  const token = await signUp(url);
+  const configId = await createKnowledgeBase(url, token, { name: 'PDF ingestion bench' });
   await uploader.load(pdfs.map((pdf, i) => ({ name: `${String(i + 1).padStart(3, '0')}-${pdf.name}`, contentType: 'application/pdf', bytes: pdf.bytes })));
-  const sampler = startRssSampler(RSS_SAMPLE_MS);
+  const sampler = startProcessRssSampler(service.pid, RSS_SAMPLE_MS);
   const t0 = performance.now();
-  const uploads = await uploader.upload({ origin: app.url, token, configId, concurrency: UPLOAD_CONCURRENCY, deadline });
+  const uploads = await uploader.upload({ origin: url, token, configId, concurrency: UPLOAD_CONCURRENCY, deadline });
   const uploadSeconds = (performance.now() - t0) / 1000;
   log(`  uploads done in ${uploadSeconds.toFixed(1)} s; waiting for processing`);
   let lastLog = performance.now();
   for (;;) {
-    const documents = await documentsOf(app.url, token, configId);
+    const documents = await documentsOf(url, token, configId);
     const processing = documents.filter((d) => d.status === 'processing').length;
     if (processing === 0) {
       const seconds = (performance.now() - t0) / 1000;
@@ -362,7 +363,7 @@ async function endToEnd(service: BenchService, uploader: UploadClient, pdfs: Pdf
         chunks: completed.reduce((s, d) => s + d.chunkCount, 0),
         failed: failed.map((d) => `${d.fileName}: ${d.error ?? 'failed'}`),
         rss,
-        maxRssBytes: process.resourceUsage().maxRSS * 1024,
+        maxRssBytes: processMemory(service.pid).peakBytes,
       };
     }
     if (performance.now() - lastLog > 10_000) {
@@ -382,7 +383,7 @@ async function endToEnd(service: BenchService, uploader: UploadClient, pdfs: Pdf
 async function main() {
   const started = performance.now();
   const deadline = Date.now() + TIMEOUT_S * 1000;
-  let service: BenchService | undefined;
+  let service: ServiceProcess | undefined;
   const watchdog = startWatchdog(TIMEOUT_S, log, async () => service?.cleanup());
 
   const loadAtStart = loadAverage();
@@ -417,8 +418,8 @@ async function main() {
     );
     for (const f of base.failed) log(`    failed: ${f}`);
 
-    service = await startBenchService(log, { JOB_CONCURRENCY: String(JOB_CONCURRENCY) });
-    log(`service on ${service.app.url}; uploading ${pdfs.length} PDFs (${UPLOAD_CONCURRENCY} in flight, ${JOB_CONCURRENCY} job workers)`);
+    service = await startServiceProcess(log, { JOB_CONCURRENCY: String(JOB_CONCURRENCY) });
+    log(`service on ${service.url} (pid ${service.pid}); uploading ${pdfs.length} PDFs (${UPLOAD_CONCURRENCY} in flight, ${JOB_CONCURRENCY} job workers)`);
     // The same warm-up as the baseline's, in the service: the smallest PDF through the whole pipeline, in a
     // knowledge base of its own, before the clock starts (the parsing worker loads its modules on first use).
     const smallest = [...pdfs].sort((a, b) => a.bytes.byteLength - b.bytes.byteLength)[0]!;
@@ -475,7 +476,7 @@ async function main() {
       baseline_start_rss_mb: mib(base.rss.startBytes),
       sample_interval_ms: RSS_SAMPLE_MS,
       samples: e2e.rss.samples,
-      note: 'process RSS sampled during the phase; the end-to-end process also holds the service and its database',
+      note: "the service process's RSS sampled during the phase (it holds its embedded database too)",
     });
     emit({
       ...common,
@@ -485,7 +486,7 @@ async function main() {
       baseline_value: mib(base.maxRssBytes),
       ratio: round(base.maxRssBytes / e2e.maxRssBytes, 4),
       ratio_definition: 'baseline / ours (higher is better)',
-      note: 'process.resourceUsage().maxRSS: lifetime peak of the benchmark process (service + uploads + polling) vs of the baseline child process',
+      note: 'lifetime peak of the service process (VmHWM: start-up, warm-up and the run) vs of the baseline child process (resourceUsage().maxRSS)',
     });
   } catch (error) {
     process.exitCode = 1;

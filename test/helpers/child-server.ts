@@ -8,8 +8,8 @@ import { openPGlite, openPostgres, type Database } from '../../db/database.ts';
 import { httpsCall, openApiContract, type RequestOptions, type TestResponse } from './test-app.ts';
 
 /**
- * The real service as a child process, started the way `npm start` does (`node --import tsx server/main.ts`:
- * one process, signals go straight to the server). It runs in its own process group, and
+ * The real service as a child process, started the way `npm start` does (`node server/start.mjs`: the precompiled
+ * build of server/build-service.mjs, one process, signals go straight to the server). It runs in its own process group, and
  * {@link ChildServer.crash} SIGKILLs the group, as in an OOM kill.
  */
 export interface ChildServer {
@@ -58,7 +58,7 @@ export async function startChildServer(options: ChildServerOptions): Promise<Chi
     HOST: '127.0.0.1',
     DATA_DIR: options.dataDir,
   };
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
+  const child: ChildProcess = spawn(process.execPath, ['server/start.mjs'], {
     cwd: new URL('../..', import.meta.url).pathname,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,5 +1,5 @@
 // Issue requirement: "Kill the process mid-ingestion and restart: every document ends completed or failed, none
-// stays processing". The real service runs as a child process (tsx server/main.ts) on its own data directory and
+// stays processing". The real service runs as a child process (`npm start`'s build, server/start.mjs) on its own data directory and
 // database; it is SIGKILLed while documents are being ingested and started again on the same data. The restarted
 // process is then stopped gracefully (SIGTERM), also mid-ingestion, and started a third time: a planned restart must
 // not fail documents either. At the end the database itself is checked: no document was ingested twice.

@@ -1,5 +1,5 @@
 // Enterprise webhooks, delivery is at least once: "kill the process mid-delivery and restart, nothing is lost".
-// The real service runs as a child process (tsx server/main.ts) on its own data directory and database, with a
+// The real service runs as a child process (`npm start`'s build, server/start.mjs) on its own data directory and database, with a
 // real local receiver that answers slowly, so deliveries are in flight when the process is SIGKILLed. It is then
 // started again on the same data: every event reaches the receiver at least once, every request verifies with
 // the standardwebhooks library, a repeated delivery is the same event (same webhook-id, same body), and the

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 const nodeBin = process.env.NODE22 || process.execPath;
 const dataDir = mkdtempSync(join(tmpdir(), 'cis-smoke-'));
 const port = 20000 + Math.floor(Math.random() * 20000);
-const child = spawn(nodeBin, ['--import', 'tsx', 'server/main.ts'], {
+const child = spawn(nodeBin, ['server/start.mjs'], {
   env: { ...process.env, DATABASE_URL: '', REDIS_URL: '', PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir },
   stdio: ['ignore', 'pipe', 'inherit'],
 });

@@ -6,7 +6,15 @@
  * GPT-4, GPT-3.5) counts differ by a few percent; this is an estimate, used
  * where the provider does not report usage itself.
  */
-import { countTokens as countO200kTokens } from 'gpt-tokenizer';
+import { createRequire } from 'node:module';
+
+type GptTokenizer = typeof import('gpt-tokenizer');
+
+// Loaded on first use, synchronously (the package's CommonJS build), not at start-up: its 200,000-entry vocabulary
+// costs 30-55 MB of RSS, which a request thread that only ingests documents (the parsing workers count the chunks'
+// tokens) or serves other routes never needs. The first count pays ~150 ms, once per thread.
+let tokenizer: GptTokenizer | undefined;
+const loadTokenizer = () => (tokenizer ??= createRequire(import.meta.url)('gpt-tokenizer') as GptTokenizer);
 
 // User text is plain text: a literal '<|endoftext|>' in a document must be
 // counted as the characters it is, not rejected (gpt-tokenizer's default is
@@ -15,5 +23,5 @@ const PLAIN_TEXT = { disallowedSpecial: new Set<string>() };
 
 export function countTokens(text: string): number {
   if (text === '') return 0;
-  return countO200kTokens(text, PLAIN_TEXT);
+  return loadTokenizer().countTokens(text, PLAIN_TEXT);
 }

@@ -1,8 +1,7 @@
 // Worker-thread entry: workers do not inherit the parent's loader hooks (vitest's never, and on Node 20 not
-// even `--import tsx` from execArgv), so each registers tsx itself, then loads the TypeScript module named in
-// workerData. Plain JavaScript, because nothing can load TypeScript yet at this point.
+// even `--import tsx` from execArgv), so a worker whose module is TypeScript registers tsx itself before loading
+// it. The precompiled service's worker (server/build-service.mjs) is plain JavaScript and never loads tsx.
 import { workerData } from 'node:worker_threads';
-import { register } from 'tsx/esm/api';
 
-register();
+if (/\.[cm]?ts$/.test(new URL(workerData.script).pathname)) (await import('tsx/esm/api')).register();
 await import(workerData.script);
