@@ -1,4 +1,3 @@
-import sharp from 'sharp';
 import { AppError } from '../../schema/errors.ts';
 
 export const AVATAR_MAX_UPLOAD_BYTES = 5 * 1024 * 1024;
@@ -10,6 +9,8 @@ const AVATAR_SIZE = 256;
  * any payload smuggled in the original file.
  */
 export async function processAvatar(bytes: Uint8Array): Promise<Buffer> {
+  // Loaded on first use: libvips is ~7 MB resident that a service whose owners never upload an avatar does not need.
+  const { default: sharp } = await import('sharp');
   try {
     return await sharp(bytes, { limitInputPixels: 40_000_000, failOn: 'error' })
       .rotate()

@@ -1,15 +1,31 @@
-import * as acme from 'acme-client';
 import type { GuardedHttpClient } from '../http/guarded-client.ts';
+
+type AcmeClient = typeof import('acme-client');
 
 /**
  * acme-client (the CA protocol, keys and CSRs) with its HTTP sent through the one SSRF-guarded client: its axios
  * instance gets an adapter that calls ours. The CA is operator configuration (ACME_DIRECTORY_URL); a private CA's
  * root is trusted through OUTBOUND_CA_FILE, never by turning verification off.
  */
-let transportInstalled = false;
+let transport: { http: GuardedHttpClient; timeoutMs: number } | undefined;
 export function installAcmeTransport(http: GuardedHttpClient, timeoutMs: number): void {
-  if (transportInstalled) return;
-  transportInstalled = true;
+  transport ??= { http, timeoutMs };
+}
+
+/**
+ * acme-client and its axios are loaded on the first certificate order (~270 ms and a few MB that a service with
+ * TLS_MODE other than acme never needs), with the guarded transport installed before any request can be made.
+ */
+let loaded: Promise<AcmeClient> | undefined;
+function loadAcme(): Promise<AcmeClient> {
+  loaded ??= import('acme-client').then((acme) => {
+    if (transport) sendThroughGuard(acme, transport.http, transport.timeoutMs);
+    return acme;
+  });
+  return loaded;
+}
+
+function sendThroughGuard(acme: AcmeClient, http: GuardedHttpClient, timeoutMs: number): void {
   acme.axios.defaults.adapter = async (config) => {
     const headers: Record<string, string> = {};
     const given = (config.headers as { toJSON?: () => Record<string, unknown> } | undefined)?.toJSON?.() ?? {};
@@ -37,7 +53,7 @@ export interface IssuedCertificate {
 }
 
 /** An ACME account key (ECDSA P-256), PEM. */
-export const createAccountKey = async () => (await acme.crypto.createPrivateEcdsaKey('P-256')).toString();
+export const createAccountKey = async () => (await (await loadAcme()).crypto.createPrivateEcdsaKey('P-256')).toString();
 
 /**
  * Orders a certificate for one hostname with the HTTP-01 challenge. `publish` makes the key authorization
@@ -52,6 +68,7 @@ export async function orderCertificate(options: {
   publish(token: string, keyAuthorization: string): Promise<void>;
   unpublish(token: string): Promise<void>;
 }): Promise<IssuedCertificate & { accountUrl: string }> {
+  const acme = await loadAcme();
   const client = new acme.Client({
     directoryUrl: options.directoryUrl,
     accountKey: options.accountKey,

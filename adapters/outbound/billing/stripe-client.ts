@@ -1,7 +1,13 @@
-import Stripe from 'stripe';
+import { createRequire } from 'node:module';
+import type Stripe from 'stripe';
 import type { GuardedHttpClient } from '../http/guarded-client.ts';
 
 export type { Stripe };
+
+// The SDK is loaded on first use (its CommonJS build, synchronously, ~60 ms once): a service without billing
+// configured never pays its memory.
+let stripeSdk: typeof Stripe | undefined;
+const loadStripe = () => (stripeSdk ??= createRequire(import.meta.url)('stripe') as typeof Stripe);
 
 /** Stripe's documented tolerance for a webhook's signed timestamp. */
 export const STRIPE_WEBHOOK_TOLERANCE_SECONDS = 300;
@@ -31,8 +37,9 @@ export function createStripeClient(options: { secretKey: string; apiUrl?: string
     return new Response(new Uint8Array(response.body), { status: response.status, headers: responseHeaders });
   };
   const target = options.apiUrl ? new URL(options.apiUrl) : undefined;
-  return new Stripe(options.secretKey, {
-    httpClient: Stripe.createFetchHttpClient(fetchThroughGuard),
+  const StripeSdk = loadStripe();
+  return new StripeSdk(options.secretKey, {
+    httpClient: StripeSdk.createFetchHttpClient(fetchThroughGuard),
     maxNetworkRetries: 2,
     timeout: options.timeoutMs,
     telemetry: false,
@@ -46,12 +53,13 @@ export function createStripeClient(options: { secretKey: string; apiUrl?: string
 
 /** Verifies `Stripe-Signature` over the raw body (HMAC-SHA256, 300 s tolerance) and parses the event; throws when it does not hold. */
 export function verifyStripeEvent(payload: string, signature: string, secret: string): Stripe.Event {
-  return Stripe.webhooks.constructEvent(payload, signature, secret, STRIPE_WEBHOOK_TOLERANCE_SECONDS);
+  return loadStripe().webhooks.constructEvent(payload, signature, secret, STRIPE_WEBHOOK_TOLERANCE_SECONDS);
 }
 
 /** A `Stripe-Signature` header for `payload`, as Stripe would sign it (used by the integration self-test). */
 export function signStripePayload(payload: string, secret: string): string {
-  return Stripe.webhooks.generateTestHeaderString({ payload, secret });
+  return loadStripe().webhooks.generateTestHeaderString({ payload, secret });
 }
 
-export const isStripeError = (error: unknown): error is Stripe.errors.StripeError => error instanceof Stripe.errors.StripeError;
+/** Only the loaded SDK makes its errors: before it is loaded, nothing is one. */
+export const isStripeError = (error: unknown): error is Stripe.errors.StripeError => stripeSdk !== undefined && error instanceof stripeSdk.errors.StripeError;

@@ -1,4 +1,4 @@
-import nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { Logger } from '../logger.ts';
 
 export interface MailMessage {
@@ -46,16 +46,21 @@ export function createMailer(options: { smtpUrl?: string; from: string; logger: 
 
   const secrets = urlSecrets(smtpUrl);
   if (!/^smtps?:\/\//i.test(smtpUrl)) throw new Error('SMTP_URL must be an smtp:// or smtps:// URL');
-  // The object form with `url` (rather than createTransport(url, defaults)) so the pool and timeouts apply; parameters in the URL still win.
-  const transport = nodemailer.createTransport({
-    url: smtpUrl,
-    pool: true,
-    connectionTimeout: timeoutMs,
-    greetingTimeout: timeoutMs,
-    socketTimeout: timeoutMs,
-    logger: false,
-    debug: false,
-  });
+  // nodemailer is loaded with the first message, not at start-up: memory a service that sends no mail never needs.
+  let transport: Promise<Transporter> | undefined;
+  const transportFor = () =>
+    (transport ??= import('nodemailer').then(({ default: nodemailer }) =>
+      // The object form with `url` (rather than createTransport(url, defaults)) so the pool and timeouts apply; parameters in the URL still win.
+      nodemailer.createTransport({
+        url: smtpUrl,
+        pool: true,
+        connectionTimeout: timeoutMs,
+        greetingTimeout: timeoutMs,
+        socketTimeout: timeoutMs,
+        logger: false,
+        debug: false,
+      }),
+    ));
 
   return {
     enabled: true,
@@ -63,7 +68,7 @@ export function createMailer(options: { smtpUrl?: string; from: string; logger: 
       validate(message);
       let info: { messageId?: string; rejected?: unknown[] };
       try {
-        info = await transport.sendMail({
+        info = await (await transportFor()).sendMail({
           from,
           to: message.to,
           subject: message.subject,
@@ -83,7 +88,7 @@ export function createMailer(options: { smtpUrl?: string; from: string; logger: 
       return { delivered: true, messageId };
     },
     async close() {
-      transport.close();
+      (await transport)?.close();
     },
   };
 }
