@@ -21,6 +21,11 @@ const loadTokenizer = () => (tokenizer ??= createRequire(import.meta.url)('gpt-t
 // to throw on special tokens) nor counted as one special token.
 const PLAIN_TEXT = { disallowedSpecial: new Set<string>() };
 
+/** Loads the tokenizer now: a parsing worker counts every chunk's tokens, and loads it before its first task's heap and deadline are watched. */
+export function preloadTokenizer(): void {
+  loadTokenizer();
+}
+
 export function countTokens(text: string): number {
   if (text === '') return 0;
   return loadTokenizer().countTokens(text, PLAIN_TEXT);

@@ -7,6 +7,7 @@ import { createLocalEmbedder } from '../embeddings/local-embedder.ts';
 import { extractDocument, type DocumentKind, type ZipLimits } from '../parsers/extract.ts';
 import { prepareDocument, type PrepareOptions } from '../parsers/prepare.ts';
 import { analyseChunk } from '../text/chunk-analysis.ts';
+import { preloadTokenizer } from '../text/tokens.ts';
 import type { AnalyzerLanguage } from '../text/text-analysis.ts';
 import { serveTasks, type TaskResult } from './serve-tasks.ts';
 
@@ -58,4 +59,7 @@ async function handle(task: DocumentTask): Promise<TaskResult> {
   }
 }
 
+// Before the worker announces itself ready: every chunk's analysis counts tokens, and the tokenizer's load (~35 MB
+// of heap at its peak) must not count against the first task's heap limit or deadline.
+preloadTokenizer();
 serveTasks(handle);

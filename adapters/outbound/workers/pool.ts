@@ -109,7 +109,7 @@ const BOOTSTRAP = new URL('./load-typescript.mjs', import.meta.url);
  * fast, so a worker's young generation fills to its limit and stays resident: 16 MB rather than 64 took ~45 MB off a
  * parsing worker's peak RSS at the same speed (bench:ingest's PDFs, 2 cores).
  */
-const youngGenerationMb = (memoryMb: number) => Math.max(4, Math.min(16, Math.floor(memoryMb / 32)));
+const youngGenerationMb = (memoryMb: number) => Math.max(8, Math.min(16, Math.floor(memoryMb / 32)));
 
 export function createWorkerPool(options: WorkerPoolOptions): WorkerPool {
   const { script, size, deadlineMs, memoryMb } = options;
