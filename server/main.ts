@@ -18,6 +18,7 @@ async function main() {
   // `npm start` is the whole set-up: the chat page's bundles are built here, in memory, never committed.
   await app.warmUp();
   logger.info('listening', {
+    pid: process.pid,
     url: `https://${config.HOST === '0.0.0.0' ? 'localhost' : config.HOST}:${app.port}`,
     database: app.deps.database.kind,
     rateLimits: config.REDIS_URL ? 'redis' : 'memory',

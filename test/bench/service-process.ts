@@ -1,5 +1,6 @@
 /**
- * The service as `npm start` runs it (server/start.mjs: the precompiled build), in a child process of its own, for
+ * The service as `npm start` runs it (the command itself: its environment, then server/start.mjs, the precompiled
+ * build), in a process group of its own, for
  * figures that must be the service's alone: its memory without the benchmark's files, parsers and clients beside it.
  * Same set-up as bench-kit's in-process service: a fresh temp DATA_DIR (embedded PGlite) or a scratch database on
  * DATABASE_URL's server, rate limits raised so that the benchmark is never throttled.
@@ -9,15 +10,15 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { scratchPostgres } from './bench-kit.ts';
 
-const START_SCRIPT = fileURLToPath(new URL('../../server/start.mjs', import.meta.url));
+const PROJECT = new URL('../..', import.meta.url).pathname;
 const START_TIMEOUT_MS = 120_000;
 const STOP_TIMEOUT_MS = 15_000;
 
 export interface ServiceProcess {
   url: string;
+  /** The service's own process (the one the "listening" line names), not npm's. */
   pid: number;
   databaseKind: 'pglite' | 'postgres';
   /** Registers a cleanup step; steps run in reverse order of registration. */
@@ -43,9 +44,12 @@ export async function startServiceProcess(log: (m: string) => void, env: Record<
     const pg = await scratchPostgres(log);
     if (pg) cleanups.push(['drop scratch database', pg.drop]);
     log(`starting the service process (npm start's build; ${pg ? 'PostgreSQL' : 'embedded PGlite'}) in ${dataDir}`);
-    const child = spawn(process.execPath, [START_SCRIPT], {
+    const child = spawn('npm', ['start', '--silent'], {
+      cwd: PROJECT,
+      detached: true,
       env: {
         PATH: process.env.PATH,
+        HOME: process.env.HOME,
         PORT: '0',
         HOST: '127.0.0.1',
         DATA_DIR: dataDir,
@@ -61,19 +65,36 @@ export async function startServiceProcess(log: (m: string) => void, env: Record<
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    let servicePid: number | undefined;
     cleanups.push([
       'stop the service process',
       async () => {
-        if (child.exitCode !== null || child.signalCode !== null) return;
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
-        await exited;
-        clearTimeout(timer);
+        // SIGTERM to the service (a graceful stop, as a supervisor sends), then the whole group killed if it lingers;
+        // done once the service and npm have both exited, so that the data directory is not removed under it.
+        const signal = (pid: number, name: NodeJS.Signals | 0) => {
+          try {
+            process.kill(pid, name);
+            return true;
+          } catch {
+            return false; // already gone
+          }
+        };
+        if (servicePid !== undefined) signal(servicePid, 'SIGTERM');
+        else signal(-child.pid!, 'SIGTERM');
+        const deadline = Date.now() + STOP_TIMEOUT_MS;
+        while ((servicePid !== undefined && signal(servicePid, 0)) || (child.exitCode === null && child.signalCode === null)) {
+          if (Date.now() > deadline) {
+            signal(-child.pid!, 'SIGKILL');
+            await exited;
+            return;
+          }
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
       },
     ]);
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-4000)));
-    const listening = await new Promise<{ url: string; database: 'pglite' | 'postgres' }>((resolve, reject) => {
+    const listening = await new Promise<{ pid: number; url: string; database: 'pglite' | 'postgres' }>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`the service did not start within ${START_TIMEOUT_MS / 1000} s: ${stderr}`)), START_TIMEOUT_MS);
       let pending = '';
       child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
@@ -83,7 +104,9 @@ export async function startServiceProcess(log: (m: string) => void, env: Record<
           pending = pending.slice(end + 1);
           if (!line.includes('"listening"')) continue;
           clearTimeout(timer);
-          resolve(JSON.parse(line));
+          const parsed = JSON.parse(line);
+          servicePid = parsed.pid;
+          resolve(parsed);
         }
         // Later lines are read and dropped, so that the child never blocks on a full pipe.
         if (pending.length > 65_536) pending = '';
@@ -95,7 +118,7 @@ export async function startServiceProcess(log: (m: string) => void, env: Record<
     });
     return {
       url: listening.url,
-      pid: child.pid!,
+      pid: listening.pid,
       databaseKind: listening.database,
       onCleanup: (what, fn) => void cleanups.push([what, fn]),
       cleanup,
