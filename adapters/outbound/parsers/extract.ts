@@ -1,3 +1,5 @@
+import mammoth from 'mammoth';
+import { extractText, getDocumentProxy } from 'unpdf';
 import { htmlToText } from './html-text.ts';
 import { ParseError } from './parse-error.ts';
 import { markdownToText } from './markdown.ts';
@@ -82,10 +84,8 @@ function document(kind: DocumentKind, pages: ExtractedPage[], pageCount: number 
 }
 
 async function extractPdf(bytes: Uint8Array, signal: AbortSignal | undefined): Promise<ExtractedDocument> {
-  // Each format's parser is loaded by the first document of its kind (in the parsing worker): a worker that only
-  // ever sees PDFs does not hold mammoth, nor one that sees DOCX pdf.js.
-  const { extractText, getDocumentProxy } = await import('unpdf');
-  let pdf: Awaited<ReturnType<typeof getDocumentProxy>> | undefined;
+  type Proxy = Awaited<ReturnType<typeof getDocumentProxy>>;
+  let pdf: Proxy | undefined;
   try {
     // pdf.js may transfer (detach) the buffer it is given: hand it a copy.
     const loading = getDocumentProxy(new Uint8Array(bytes), { verbosity: 0, stopAtErrors: false });
@@ -147,7 +147,6 @@ async function extractDocx(bytes: Uint8Array, limits: ZipLimits, signal: AbortSi
     throw new ParseError('The file is a ZIP archive but not a Word document (word/document.xml is missing)');
   }
   checkSignal(signal);
-  const { default: mammoth } = await import('mammoth');
   let html: string;
   try {
     const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
