@@ -1,2 +1,2 @@
 /** Builds the service into .build/<hash of the output>/ (see build-service.mjs) and returns the URL of its main module. */
-export function buildService(): Promise<URL>;
+export function buildService(options?: { buildRoot?: string }): Promise<URL>;

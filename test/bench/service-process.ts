@@ -66,6 +66,30 @@ export async function startServiceProcess(log: (m: string) => void, env: Record<
     });
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     let servicePid: number | undefined;
+    // The group is detached from ours: whatever ends this process (an error, the watchdog's exit, Ctrl-C) ends the
+    // service too, rather than leaving it running.
+    const killGroup = () => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    };
+    const interrupted = (signal: NodeJS.Signals) => {
+      killGroup();
+      process.exit(signal === 'SIGINT' ? 130 : 143);
+    };
+    process.once('exit', killGroup);
+    process.once('SIGINT', interrupted);
+    process.once('SIGTERM', interrupted);
+    cleanups.push([
+      'stop watching for exits',
+      () => {
+        process.off('exit', killGroup);
+        process.off('SIGINT', interrupted);
+        process.off('SIGTERM', interrupted);
+      },
+    ]);
     cleanups.push([
       'stop the service process',
       async () => {

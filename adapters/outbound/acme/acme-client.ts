@@ -9,7 +9,10 @@ type AcmeClient = typeof import('acme-client');
  */
 let transport: { http: GuardedHttpClient; timeoutMs: number } | undefined;
 export function installAcmeTransport(http: GuardedHttpClient, timeoutMs: number): void {
-  transport ??= { http, timeoutMs };
+  if (transport) return;
+  transport = { http, timeoutMs };
+  // Loaded before this call (not the service's order, which installs at start-up): guard it now.
+  if (loaded) loaded = loaded.then((acme) => (sendThroughGuard(acme, http, timeoutMs), acme));
 }
 
 /**

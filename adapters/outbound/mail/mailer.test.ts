@@ -191,6 +191,21 @@ describe('mailer error reporting', () => {
       await smtp.close();
     }
   });
+
+  it('refuses a message after close() (a job finishing after shutdown) without opening a new connection', async () => {
+    const smtp = await startSmtpServer();
+    const mailer = createMailer({ smtpUrl: smtp.url, from: 'bookings@acme.test', logger: recordingLogger().logger, timeoutMs: 5_000 });
+    try {
+      await expect(mailer.send({ to: ['a@example.test'], subject: 'Before', text: 'x' })).resolves.toMatchObject({ delivered: true });
+      await mailer.close();
+      await expect(mailer.send({ to: ['a@example.test'], subject: 'After', text: 'x' })).rejects.toThrow(/mailer is closed/);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect((await smtp.waitFor((m) => m.parsed.subject === 'Before')).length).toBe(1);
+      expect(smtp.messages.some((m) => m.parsed.subject === 'After')).toBe(false);
+    } finally {
+      await smtp.close();
+    }
+  });
 });
 
 describe('mailer without SMTP_URL', () => {

@@ -48,8 +48,11 @@ export function createMailer(options: { smtpUrl?: string; from: string; logger: 
   if (!/^smtps?:\/\//i.test(smtpUrl)) throw new Error('SMTP_URL must be an smtp:// or smtps:// URL');
   // nodemailer is loaded with the first message, not at start-up: memory a service that sends no mail never needs.
   let transport: Promise<Transporter> | undefined;
-  const transportFor = () =>
-    (transport ??= import('nodemailer').then(({ default: nodemailer }) =>
+  let closed = false;
+  const transportFor = () => {
+    // After close() (shutting down) a late job's message must not open a pool that nothing will close.
+    if (closed) throw new MailDeliveryError('the mailer is closed (the service is stopping)', null, null, null);
+    return (transport ??= import('nodemailer').then(({ default: nodemailer }) =>
       // The object form with `url` (rather than createTransport(url, defaults)) so the pool and timeouts apply; parameters in the URL still win.
       nodemailer.createTransport({
         url: smtpUrl,
@@ -61,6 +64,7 @@ export function createMailer(options: { smtpUrl?: string; from: string; logger: 
         debug: false,
       }),
     ));
+  };
 
   return {
     enabled: true,
@@ -88,6 +92,7 @@ export function createMailer(options: { smtpUrl?: string; from: string; logger: 
       return { delivered: true, messageId };
     },
     async close() {
+      closed = true;
       (await transport)?.close();
     },
   };

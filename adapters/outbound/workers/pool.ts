@@ -101,7 +101,7 @@ type HeapReadable = Worker & { getHeapStatistics?: () => Promise<{ used_heap_siz
 const HEAP_WATCH_MS = 100;
 const HEAP_WATCH_SHARE = 0.85;
 
-/** Registers tsx in the worker, then loads `workerData.script`. */
+/** Registers tsx in the worker when its script is TypeScript (not in the precompiled build), then loads `workerData.script`. */
 const BOOTSTRAP = new URL('./load-typescript.mjs', import.meta.url);
 
 /**
