@@ -195,22 +195,26 @@ export async function scratchPostgres(log: (m: string) => void): Promise<{ url: 
   };
 }
 
-export interface BenchService {
+export interface BenchService extends Pick<BenchData, 'dataDir' | 'onCleanup' | 'cleanup'> {
   app: RunningApp;
-  dataDir: string;
   databaseKind: 'pglite' | 'postgres';
-  /** Registers a cleanup step; steps run in reverse order of registration. */
+}
+
+/** Where a benchmark's service keeps its data, and the ordered undoing of everything a run sets up. */
+export interface BenchData {
+  dataDir: string;
+  /** The scratch database's URL when DATABASE_URL names a server, else undefined (embedded PGlite in dataDir). */
+  databaseUrl: string | undefined;
+  /** Registers a cleanup step; steps run in reverse order of registration, once. */
   onCleanup(what: string, fn: () => Promise<void> | void): void;
   cleanup(): Promise<void>;
 }
 
 /**
- * Starts the service in-process on 127.0.0.1 (random port): embedded PGlite in a fresh temp DATA_DIR,
- * or a scratch database on DATABASE_URL's server. Rate limits are raised so the benchmark is never
- * throttled (the limiter stays in the request path). `env` overrides any configuration variable.
- * When start-up fails, what was made so far is cleaned up before the error is rethrown.
+ * A fresh temp DATA_DIR, and a scratch database on DATABASE_URL's server when it is set, for a service under
+ * benchmark (in process or as a process of its own). When this fails, what was made so far is removed.
  */
-export async function startBenchService(log: (m: string) => void, env: Record<string, string> = {}): Promise<BenchService> {
+export async function prepareBenchData(log: (m: string) => void): Promise<BenchData> {
   const dataDir = mkdtempSync(join(tmpdir(), 'cis-kbbench-'));
   const cleanups: Array<[string, () => Promise<void> | void]> = [['remove temp DATA_DIR', () => rmSync(dataDir, { recursive: true, force: true })]];
   let cleaned: Promise<void> | undefined;
@@ -227,31 +231,41 @@ export async function startBenchService(log: (m: string) => void, env: Record<st
   try {
     const pg = await scratchPostgres(log);
     if (pg) cleanups.push(['drop scratch database', pg.drop]);
+    return { dataDir, databaseUrl: pg?.url, onCleanup: (what, fn) => void cleanups.push([what, fn]), cleanup };
+  } catch (error) {
+    await cleanup();
+    throw error;
+  }
+}
+
+/** Rate limits raised so that a benchmark is never throttled (the limiter stays in the request path). */
+export const UNTHROTTLED = { RATE_LIMIT_DEFAULT: '100000000', RATE_LIMIT_UPLOAD: '100000000', RATE_LIMIT_KB_QUERY: '100000000' };
+
+/**
+ * Starts the service in-process on 127.0.0.1 (random port): embedded PGlite in a fresh temp DATA_DIR,
+ * or a scratch database on DATABASE_URL's server, unthrottled. `env` overrides any configuration variable.
+ * When start-up fails, what was made so far is cleaned up before the error is rethrown.
+ */
+export async function startBenchService(log: (m: string) => void, env: Record<string, string> = {}): Promise<BenchService> {
+  const data = await prepareBenchData(log);
+  try {
     const config = loadConfig({
       PORT: '0',
       HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      DATABASE_URL: pg?.url,
+      DATA_DIR: data.dataDir,
+      DATABASE_URL: data.databaseUrl,
       ENCRYPTION_KEY: randomBytes(32).toString('base64'),
       LOG_LEVEL: 'silent',
-      RATE_LIMIT_DEFAULT: '100000000',
-      RATE_LIMIT_UPLOAD: '100000000',
-      RATE_LIMIT_KB_QUERY: '100000000',
+      ...UNTHROTTLED,
       ...env,
     });
-    log(`starting the service (${pg ? 'PostgreSQL' : 'embedded PGlite'}, ${config.JOB_CONCURRENCY} job workers) in ${dataDir}`);
+    log(`starting the service (${data.databaseUrl ? 'PostgreSQL' : 'embedded PGlite'}, ${config.JOB_CONCURRENCY} job workers) in ${data.dataDir}`);
     const app = await startApp(config);
-    cleanups.push(['close the service', () => app.close()]);
-    cleanups.push(['close the HTTPS agent', () => benchAgent.destroy()]);
-    return {
-      app,
-      dataDir,
-      databaseKind: app.deps.database.kind,
-      onCleanup: (what, fn) => void cleanups.push([what, fn]),
-      cleanup,
-    };
+    data.onCleanup('close the service', () => app.close());
+    data.onCleanup('close the HTTPS agent', () => benchAgent.destroy());
+    return { app, dataDir: data.dataDir, databaseKind: app.deps.database.kind, onCleanup: data.onCleanup, cleanup: data.cleanup };
   } catch (error) {
-    await cleanup();
+    await data.cleanup();
     throw error;
   }
 }
@@ -269,23 +283,30 @@ export async function createKnowledgeBase(origin: string, token: string, body: R
 
 // ---- memory --------------------------------------------------------------------------------------------
 
-/** Samples process RSS every `intervalMs` (unref'd timer) until stopped. */
-export function startRssSampler(intervalMs = 50) {
-  const startRss = process.memoryUsage.rss();
+/**
+ * Samples a resident set size every `intervalMs` (unref'd timer) until stopped: this process's, or what `readRss`
+ * reads (another process's). A failed read (the process has gone) skips the sample: the run fails on its own.
+ */
+export function startRssSampler(intervalMs = 50, readRss: () => number = () => process.memoryUsage.rss()) {
+  const startRss = readRss();
   let peak = startRss;
   let samples = 1;
-  const timer = setInterval(() => {
-    const rss = process.memoryUsage.rss();
-    samples++;
-    if (rss > peak) peak = rss;
-  }, intervalMs);
+  const sample = () => {
+    try {
+      const rss = readRss();
+      samples++;
+      if (rss > peak) peak = rss;
+    } catch {
+      // gone
+    }
+  };
+  const timer = setInterval(sample, intervalMs);
   timer.unref();
   return {
     stop() {
       clearInterval(timer);
-      const rss = process.memoryUsage.rss();
-      if (rss > peak) peak = rss;
-      return { startBytes: startRss, peakBytes: peak, samples: samples + 1 };
+      sample();
+      return { startBytes: startRss, peakBytes: peak, samples };
     },
   };
 }

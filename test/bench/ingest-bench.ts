@@ -68,7 +68,7 @@ import {
   uploadDocument,
   startWatchdog,
 } from './bench-kit.ts';
-import { processMemory, startProcessRssSampler, startServiceProcess, type ServiceProcess } from './service-process.ts';
+import { processMemory, startServiceProcess, type ServiceProcess } from './service-process.ts';
 import { forkUploadClient, type UploadClient } from './upload-client.ts';
 
 const PDF_DIR = process.env.BENCH_PDF_DIR || undefined;
@@ -340,7 +340,7 @@ async function endToEnd(service: ServiceProcess, uploader: UploadClient, pdfs: P
   const token = await signUp(url);
   const configId = await createKnowledgeBase(url, token, { name: 'PDF ingestion bench' });
   await uploader.load(pdfs.map((pdf, i) => ({ name: `${String(i + 1).padStart(3, '0')}-${pdf.name}`, contentType: 'application/pdf', bytes: pdf.bytes })));
-  const sampler = startProcessRssSampler(service.pid, RSS_SAMPLE_MS);
+  const sampler = startRssSampler(RSS_SAMPLE_MS, () => processMemory(service.pid).rssBytes);
   const t0 = performance.now();
   const uploads = await uploader.upload({ origin: url, token, configId, concurrency: UPLOAD_CONCURRENCY, deadline });
   const uploadSeconds = (performance.now() - t0) / 1000;
