@@ -10,7 +10,31 @@ import { errorBody } from '../adapters/inbound/envelope.ts';
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse, secure: boolean) => void;
 
 const TLS_HANDSHAKE = 0x16;
-const FIRST_BYTE_TIMEOUT_MS = 10_000;
+
+/** How long a connection may take over each step before it is answered 408 or closed. */
+export interface ListenerTimeouts {
+  /** From accepting the connection to its first byte. */
+  firstByteMs: number;
+  /** From the first byte of a TLS connection to the end of its handshake (a hard deadline, not an idle timer). */
+  handshakeMs: number;
+  /** From a request's first byte to the end of its headers (then 408). */
+  headersMs: number;
+  /** From a request's first byte to the end of its body (then 408). */
+  requestMs: number;
+  /** How often node:http looks for requests past those two limits. */
+  checkIntervalMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveMs: number;
+}
+
+export const DEFAULT_LISTENER_TIMEOUTS: ListenerTimeouts = {
+  firstByteMs: 10_000,
+  handshakeMs: 15_000,
+  headersMs: 20_000,
+  requestMs: 300_000,
+  checkIntervalMs: 5_000,
+  keepAliveMs: 5_000,
+};
 
 const CLIENT_ERRORS: Record<string, AppError> = {
   HPE_HEADER_OVERFLOW: new AppError('HEADERS_TOO_LARGE', 'Request headers too large', 'Headers are limited to 16 KiB'),
@@ -23,8 +47,11 @@ const CLIENT_ERRORS: Record<string, AppError> = {
  * bare `400 Bad Request`, then close, since the rest of the stream cannot be trusted.
  */
 function answerClientError(error: NodeJS.ErrnoException, socket: Socket) {
-  // A response already under way on this socket cannot be followed by another one.
-  if (!socket.writable || (socket as Socket & { _httpMessage?: unknown })._httpMessage) {
+  // A response already under way on this socket cannot be followed by another one. One not yet begun (the request's
+  // body was malformed or never ended while the handler read it) gives way to this answer, as Node's own does; the
+  // handler's later reply then goes nowhere, since the socket is gone.
+  const pending = (socket as Socket & { _httpMessage?: { headersSent: boolean } })._httpMessage;
+  if (!socket.writable || pending?.headersSent) {
     socket.destroy();
     return;
   }
@@ -50,8 +77,14 @@ export function createDualListener(
   handle: RequestHandler,
   /** The certificate of a custom domain, by SNI; undefined (or a failure) falls back to the default one. */
   contextFor?: (servername: string) => Promise<SecureContext | undefined>,
+  timeouts: ListenerTimeouts = DEFAULT_LISTENER_TIMEOUTS,
 ): { server: Server; closeConnections(): void } {
-  const serverOptions = { keepAliveTimeout: 5_000, headersTimeout: 20_000, requestTimeout: 120_000 };
+  const serverOptions = {
+    keepAliveTimeout: timeouts.keepAliveMs,
+    headersTimeout: timeouts.headersMs,
+    requestTimeout: timeouts.requestMs,
+    connectionsCheckingInterval: timeouts.checkIntervalMs,
+  };
   const SNICallback = contextFor
     ? (servername: string, done: (error: Error | null, context?: SecureContext) => void) => {
         contextFor(servername.toLowerCase()).then(
@@ -65,7 +98,21 @@ export function createDualListener(
     (req, res) => handle(req, res, true),
   );
   const http = createHttpServer(serverOptions, (req, res) => handle(req, res, false));
+  // node:http enforces headersTimeout and requestTimeout from a periodic check it starts when its server emits
+  // 'listening'. These two never listen (they are handed sockets), so without this a client that sends half a
+  // request would hold its connection for ever (slowloris). The listener test holds every Node we run to it.
+  https.emit('listening');
+  http.emit('listening');
   const sockets = new Set<Socket>();
+  // TLS connections whose handshake has not ended, by remote address and port (unique among open connections),
+  // with their deadline: the https server's own handshakeTimeout never fires on a socket handed to it this way.
+  const handshakes = new Map<string, NodeJS.Timeout>();
+  const remoteOf = (socket: Socket) => `${socket.remoteAddress}|${socket.remotePort}`;
+  https.on('secureConnection', (secured: Socket) => {
+    const key = remoteOf(secured);
+    clearTimeout(handshakes.get(key));
+    handshakes.delete(key);
+  });
 
   // TCP_NODELAY, as node:http sets on the sockets it accepts itself: with Nagle's algorithm a response written in
   // several pieces (TLS records of a large body) waits for the client's delayed ACK, up to 40 ms.
@@ -75,12 +122,23 @@ export function createDualListener(
     // `on`, not `once`: a socket can report more than one error (a reset during a TLS write, then the close).
     socket.on('error', () => socket.destroy());
     // A connection that never sends a byte would otherwise be held for ever (the HTTP timeouts start later).
-    socket.setTimeout(FIRST_BYTE_TIMEOUT_MS, () => socket.destroy());
+    socket.setTimeout(timeouts.firstByteMs, () => socket.destroy());
     socket.once('data', (first: Buffer) => {
       socket.setTimeout(0);
       socket.pause();
       socket.unshift(first);
-      (first[0] === TLS_HANDSHAKE ? https : http).emit('connection', socket);
+      if (first[0] === TLS_HANDSHAKE) {
+        const key = remoteOf(socket);
+        const deadline = setTimeout(() => socket.destroy(), timeouts.handshakeMs);
+        handshakes.set(key, deadline);
+        socket.once('close', () => {
+          clearTimeout(deadline);
+          if (handshakes.get(key) === deadline) handshakes.delete(key);
+        });
+        https.emit('connection', socket);
+      } else {
+        http.emit('connection', socket);
+      }
       process.nextTick(() => socket.resume());
     });
   });
