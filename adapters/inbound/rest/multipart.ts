@@ -3,6 +3,9 @@ import busboy from 'busboy';
 import { AppError } from '../../../schema/errors.ts';
 import type { UploadedFile } from '../../../schema/uploads.ts';
 
+const MAX_FIELDS = 20;
+const MAX_PARTS = 25;
+
 /**
  * Parses multipart/form-data with one file field. The size cap is enforced while the upload streams:
  * the request is refused with 413 as soon as the file passes it, before the rest of the body is read.
@@ -32,7 +35,12 @@ export function readMultipart(req: IncomingMessage, options: { fileField: string
     };
     let parser: busboy.Busboy;
     try {
-      parser = busboy({ headers: req.headers, limits: { fileSize: options.maxBytes, files: 1, fields: 20, fieldSize: 64 * 1024, parts: 25 } });
+      // busboy reports its limit when a file reaches it, so a file of exactly maxBytes would be refused: the limit
+      // given is one more, which only a file over maxBytes reaches.
+      parser = busboy({
+        headers: req.headers,
+        limits: { fileSize: options.maxBytes + 1, files: 1, fields: MAX_FIELDS, fieldSize: 64 * 1024, parts: MAX_PARTS },
+      });
     } catch {
       reject(new AppError('BAD_REQUEST', 'Malformed multipart body', 'missing boundary'));
       return;
@@ -56,6 +64,9 @@ export function readMultipart(req: IncomingMessage, options: { fileField: string
       });
     });
     parser.on('filesLimit', () => fail(new AppError('BAD_REQUEST', 'Only one file per request')));
+    // Past these busboy stops reading parts, so a file after them would be reported missing: say what happened.
+    parser.on('fieldsLimit', () => fail(new AppError('BAD_REQUEST', 'Malformed multipart body', `At most ${MAX_FIELDS} fields`)));
+    parser.on('partsLimit', () => fail(new AppError('BAD_REQUEST', 'Malformed multipart body', `At most ${MAX_PARTS} parts`)));
     parser.on('error', () => fail(new AppError('BAD_REQUEST', 'Malformed multipart body', 'The body is not complete multipart/form-data')));
     req.on('error', () => fail(new AppError('BAD_REQUEST', 'Incomplete request body', 'The connection closed before the body was complete')));
     parser.on('close', () => {
