@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { idParam, namesNothing, timestamp } from '../../schema/common.ts';
+import { idParam, namesNothing, parseCalendarInstant, timestamp } from '../../schema/common.ts';
 import { AppError } from '../../schema/errors.ts';
 import {
   attendeeCancelInput,
@@ -34,7 +34,7 @@ const bookingNotFound = () => new AppError('NOT_FOUND', 'Booking not found');
 export const linkOriginOf = (ctx: Pick<Context, 'deps'>) => ctx.deps.config.PUBLIC_ORIGINS[0] ?? null;
 
 const instant = (value: string, field: string) => {
-  const ms = Date.parse(value);
+  const ms = parseCalendarInstant(value);
   if (Number.isNaN(ms)) throw new AppError('VALIDATION_FAILED', 'Invalid request parameters', `${field}: not a date-time`);
   return new Date(ms);
 };

@@ -25,6 +25,8 @@ describe('report ranges', () => {
       throw new Error('accepted');
     };
     expect(refused({ from: '2026-02-29' })).toContain('from');
+    expect(refused({ from: '2026-02-30T00:00:00Z' })).toContain('from');
+    expect(refused({ to: '2026-13-01T10:00:00+02:00' })).toContain('to');
     expect(refused({ from: '2026-03-02', to: '2026-03-01' })).toContain('after');
     expect(refused({ from: '2025-01-01', to: '2026-01-03' })).toContain('367');
     expect(resolveRange({ from: '2024-01-01', to: '2025-01-01' }, now)).toEqual({ from: '2024-01-01', to: '2025-01-01' });

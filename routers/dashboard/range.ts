@@ -1,5 +1,6 @@
 import { AppError } from '../../schema/errors.ts';
 import { MAX_RANGE_DAYS } from '../../schema/dashboard.ts';
+import { parseCalendarInstant } from '../../schema/common.ts';
 
 const DAY_MS = 86_400_000;
 const DEFAULT_DAYS = 30;
@@ -11,10 +12,10 @@ export interface DayRange {
 
 const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
-/** A date or an instant as its UTC day, in ms; a day that does not exist (2026-02-30) is a 400. */
+/** A date or an instant as its UTC day, in ms; a day that does not exist (2026-02-30, also in an instant) is a 400. */
 function dayMs(value: string, field: 'from' | 'to'): number {
-  const ms = value.length === 10 ? Date.parse(`${value}T00:00:00Z`) : Date.parse(value);
-  if (Number.isNaN(ms) || (value.length === 10 && isoDay(ms) !== value)) {
+  const ms = parseCalendarInstant(value.length === 10 ? `${value}T00:00:00Z` : value);
+  if (Number.isNaN(ms)) {
     throw new AppError('VALIDATION_FAILED', 'Invalid request parameters', `${field}: not a real date`);
   }
   const day = Math.floor(ms / DAY_MS) * DAY_MS;
