@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { findIllFormedText, toStorable } from './text-input.ts';
+import { createStreamCleaner, findIllFormedText, toStorable } from './text-input.ts';
 
 describe('findIllFormedText', () => {
   it('accepts ordinary text, astral characters (paired surrogates), numbers and bytes', () => {
@@ -52,5 +52,24 @@ describe('toStorable', () => {
     });
     const clean = { a: 'fine' };
     expect(toStorable(clean)).toEqual(clean);
+  });
+});
+
+describe('createStreamCleaner', () => {
+  it('joins to toStorable of the whole, however the text is cut', () => {
+    const whole = 'a\u0000b 😀 c\ud800 d😀\udc00e😀';
+    for (let cut1 = 0; cut1 <= whole.length; cut1++) {
+      for (let cut2 = cut1; cut2 <= whole.length; cut2++) {
+        const cleaner = createStreamCleaner();
+        const joined = [whole.slice(0, cut1), whole.slice(cut1, cut2), whole.slice(cut2)].map((piece) => cleaner.clean(piece)).join('') + cleaner.end();
+        expect(joined, `${cut1}/${cut2}`).toBe(toStorable(whole));
+      }
+    }
+  });
+
+  it('ends a stream whose last piece is a high surrogate with U+FFFD', () => {
+    const cleaner = createStreamCleaner();
+    expect(cleaner.clean('x\ud83d')).toBe('x');
+    expect(cleaner.end()).toBe('\uFFFD');
   });
 });

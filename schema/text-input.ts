@@ -70,6 +70,32 @@ export function findIllFormedText(input: unknown): IllFormedText | null {
 }
 
 /**
+ * toStorable for text that arrives in pieces (an upstream's streamed reply): each piece is cleaned as it comes, and
+ * the pieces joined are exactly toStorable of the whole. A high surrogate ending a piece is held back until the
+ * next one shows whether its pair follows; `end()` gives what is still held (as U+FFFD: it never got its pair).
+ */
+export function createStreamCleaner(): { clean(piece: string): string; end(): string } {
+  let held = '';
+  return {
+    clean(piece) {
+      let text = held + piece;
+      held = '';
+      const last = text.charCodeAt(text.length - 1);
+      if (last >= 0xd800 && last <= 0xdbff) {
+        held = text.slice(-1);
+        text = text.slice(0, -1);
+      }
+      return toStorable(text);
+    },
+    end() {
+      const rest = held === '' ? '' : '\uFFFD';
+      held = '';
+      return rest;
+    },
+  };
+}
+
+/**
  * For text we did not receive from a client but must store (an upstream's reply, a model's answer): the same two
  * things PostgreSQL refuses are rewritten instead of refused, since nobody can be asked to fix them. NUL is
  * dropped and a lone surrogate becomes U+FFFD, in strings and object keys at any depth.

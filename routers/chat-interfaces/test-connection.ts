@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AppError } from '../../schema/errors.ts';
+import { toStorable } from '../../schema/text-input.ts';
 import { idParam, isUuid } from '../../schema/common.ts';
 import { endpointTypeSchema } from '../../schema/chat-interfaces.ts';
 import { ownerProcedure } from '../trpc.ts';
@@ -85,7 +86,7 @@ export const testConnectionProcedure = ownerProcedure
         authAccepted: true,
         formatRecognized: true,
         status: reply.status,
-        reply: reply.text,
+        reply: toStorable(reply.text),
         latencyMs: reply.latencyMs,
         error: null,
       };

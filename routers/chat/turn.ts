@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { AppError } from '../../schema/errors.ts';
 import type { chatRequestSchema } from '../../schema/chat.ts';
-import { toStorable } from '../../schema/text-input.ts';
+import { createStreamCleaner, toStorable } from '../../schema/text-input.ts';
 import type { AppDeps, Context } from '../context.ts';
 import { findConfig } from '../knowledge-base/repository.ts';
 import type { KeyInterface } from '../auth/principal.ts';
@@ -205,12 +205,17 @@ export async function* streamChat(ctx: Context, prepared: PreparedChat) {
     observed = true;
     ctx.deps.metrics.observeUpstream({ type: backendLabel(prepared), outcome }, (performance.now() - started) / 1000);
   };
+  // Visitors get the same text streamed as in the stored answer: NUL dropped, lone surrogates replaced.
+  const cleaner = createStreamCleaner();
   try {
     for await (const event of streamChatBackend(ctx.deps, prepared.backend)) {
       if (event.type === 'delta') {
-        yield { type: 'delta' as const, text: event.text };
+        const text = cleaner.clean(event.text);
+        if (text !== '') yield { type: 'delta' as const, text };
         continue;
       }
+      const rest = cleaner.end();
+      if (rest !== '') yield { type: 'delta' as const, text: rest };
       observe('ok');
       yield { type: 'complete' as const, success: true, ...(await finish(ctx, prepared, event.reply, performance.now() - started)) };
     }

@@ -1,5 +1,6 @@
 import type { AppDeps } from '../context.ts';
 import type { AppError } from '../../schema/errors.ts';
+import { createStreamCleaner, toStorable } from '../../schema/text-input.ts';
 import { createChatCompletion, streamChatCompletion, type ChatMessage, type ChatRequest, type ModelTool } from '../../adapters/outbound/ai/openai-chat.ts';
 import { createMessagesCompletion } from '../../adapters/outbound/ai/messages-chat.ts';
 import type { AiUsage } from '../../adapters/outbound/ai/core/response.ts';
@@ -216,12 +217,20 @@ export async function* streamAnswer(deps: AnswerDeps, config: KbConfigRow, query
       yield { type: 'complete', answer: reply.text, sources, usage: reply.usage, grounded };
       return;
     }
+    // A model's text is not a client's: NUL dropped and lone surrogates replaced, the same in the deltas as in the answer.
+    const cleaner = createStreamCleaner();
     for await (const event of streamChatCompletion(deps.http, {
       ...llmRequest(deps, config, promptMessages(config, query, passages, options.history ?? []), options.signal),
       timeoutMs: 120_000,
     })) {
-      if (event.type === 'delta') yield { type: 'delta', text: event.text };
-      else yield { type: 'complete', answer: event.text, sources, usage: event.usage, grounded };
+      if (event.type === 'delta') {
+        const text = cleaner.clean(event.text);
+        if (text !== '') yield { type: 'delta', text };
+        continue;
+      }
+      const rest = cleaner.end();
+      if (rest !== '') yield { type: 'delta', text: rest };
+      yield { type: 'complete', answer: toStorable(event.text), sources, usage: event.usage, grounded };
     }
   } catch (error) {
     upstreamFailure(error, options);
