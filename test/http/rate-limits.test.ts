@@ -34,6 +34,29 @@ describe('rate limits (in memory)', () => {
     expect(me.headers['x-ratelimit-remaining']).toBe('4');
   });
 
+  it('counts a body refused before its procedure runs, with the headers, and answers 429 past the limit', async () => {
+    const owner = await app.signUp('rl-body');
+    const refusals = [
+      { rawBody: '{"name":', headers: { 'content-type': 'application/json' } },
+      { rawBody: '[]', headers: { 'content-type': 'application/json' } },
+      { rawBody: 'name=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+    ];
+    const seen: Array<[number, string | undefined]> = [];
+    for (const refusal of [...refusals, ...refusals]) {
+      const res = await app.request('POST', '/api/v1/api-keys', { token: owner.token, ...refusal });
+      seen.push([res.status, res.headers['x-ratelimit-remaining'] as string | undefined]);
+      expect(res.headers['x-ratelimit-limit']).toBe('5');
+    }
+    expect(seen).toEqual([
+      [400, '4'],
+      [400, '3'],
+      [415, '2'],
+      [400, '1'],
+      [400, '0'],
+      [429, '0'],
+    ]);
+  });
+
   it('limits anonymous callers by IP, and errors like 401 carry the headers too', async () => {
     const res = await app.request('GET', '/api/v1/chat-interfaces');
     expect(res.status).toBe(401);

@@ -116,6 +116,20 @@ export function createRestHandler(options: RestHandlerOptions) {
     return { ...input, ...params };
   }
 
+  /**
+   * A body refused before its procedure runs (malformed, too large, of the wrong type) is still a request of the caller's
+   * budget and carries the rate-limit headers every response has; past the limit it is the 429. An upload counted
+   * before its body was read is not counted twice.
+   */
+  async function readInputCounted(req: IncomingMessage, route: RestRoute, url: URL, params: Record<string, string>, ctx: Context) {
+    try {
+      return await readInput(req, route, url, params, ctx);
+    } catch (error) {
+      if (ctx.rateLimitPrecounted !== route.procedurePath) await enforceRateLimit(ctx, route.meta.rateLimit ?? 'default', route.procedurePath);
+      throw error;
+    }
+  }
+
   return async function handleRest(req: IncomingMessage, res: ServerResponse, ctx: Context, url: URL): Promise<void> {
     const method = req.method ?? 'GET';
     const document = findDocument(options.documents, url.pathname);
@@ -136,7 +150,7 @@ export function createRestHandler(options: RestHandlerOptions) {
     ctx.routeTemplate = route.path;
     const flat = legacyTarget !== undefined || route.meta.flat === true;
     try {
-      const input = await readInput(req, route, url, params, ctx);
+      const input = await readInputCounted(req, route, url, params, ctx);
       const output = await procedureOf(callerFactory(ctx), route)(input);
       if (route.meta.sse && isAsyncIterable(output)) return await streamEvents(res, output, ctx);
       if (route.meta.rawResponse) {
