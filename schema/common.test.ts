@@ -9,7 +9,19 @@ describe('parseCalendarInstant', () => {
   });
 
   it('refuses a calendar day that does not exist instead of rolling it over', () => {
-    for (const value of ['2026-02-30T10:00:00Z', '2026-02-29', '2026-04-31T00:00:00+02:00', '2026-13-01T00:00:00Z', 'tomorrow']) {
+    for (const value of [
+      '2026-02-30T10:00:00Z',
+      '2026-02-29',
+      '2026-04-31T00:00:00+02:00',
+      '2026-13-01T00:00:00Z',
+      'tomorrow',
+      '2026-02-30 10:00:00Z',
+      '2026-02-30t10:00:00z',
+      '+002026-02-30T10:00:00Z',
+      '2026/02/30 10:00',
+      'Feb 30 2026 10:00 UTC',
+      'Feb 28 2026',
+    ]) {
       expect(parseCalendarInstant(value), value).toBeNaN();
     }
   });

@@ -18,13 +18,15 @@ export const idParam = idText.transform(lookupId);
 export const timestamp = z.string().meta({ format: 'date-time', example: '2026-01-01T12:00:00.000Z' });
 export const toIso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 /**
- * Date.parse of a date or date-time, NaN when the calendar day it is written with does not exist: Date.parse alone
- * rolls 2026-02-30T10:00:00Z over to March 2nd.
+ * Date.parse of an ISO date or date-time (YYYY-MM-DD, then nothing or a T, t or space and the time), NaN for any other
+ * spelling and when the calendar day written does not exist: Date.parse alone rolls 2026-02-30T10:00:00Z (and
+ * 'Feb 30 2026') over to March 2nd.
  */
 export function parseCalendarInstant(value: string): number {
+  const day = /^(\d{4}-\d{2}-\d{2})(?:[Tt ]|$)/.exec(value)?.[1];
+  if (day === undefined) return Number.NaN;
   const ms = Date.parse(value);
-  const day = /^(\d{4}-\d{2}-\d{2})(?:T|$)/.exec(value)?.[1];
-  if (Number.isNaN(ms) || day === undefined) return ms;
+  if (Number.isNaN(ms)) return ms;
   const midnight = Date.parse(`${day}T00:00:00Z`);
   return !Number.isNaN(midnight) && new Date(midnight).toISOString().startsWith(day) ? ms : Number.NaN;
 }

@@ -57,7 +57,7 @@ describe('toStorable', () => {
 
 describe('createStreamCleaner', () => {
   it('joins to toStorable of the whole, however the text is cut', () => {
-    const whole = 'a\u0000b 😀 c\ud800 d😀\udc00e😀';
+    const whole = 'a\u0000b 😀 c\ud800 d😀\udc00e\ud83d\u0000\ude00😀';
     for (let cut1 = 0; cut1 <= whole.length; cut1++) {
       for (let cut2 = cut1; cut2 <= whole.length; cut2++) {
         const cleaner = createStreamCleaner();

@@ -78,7 +78,8 @@ export function createStreamCleaner(): { clean(piece: string): string; end(): st
   let held = '';
   return {
     clean(piece) {
-      let text = held + piece;
+      // NUL first, as toStorable drops it before it looks at surrogates: a NUL between a pair's halves must not split it.
+      let text = (held + piece).replaceAll(NUL, '');
       held = '';
       const last = text.charCodeAt(text.length - 1);
       if (last >= 0xd800 && last <= 0xdbff) {

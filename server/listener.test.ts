@@ -9,7 +9,7 @@ import { createDualListener, type ListenerTimeouts } from './listener.ts';
 import { loadTlsMaterial } from './tls.ts';
 
 // Short limits, so that each case takes well under a second; the defaults differ only in their values.
-const TIMEOUTS: ListenerTimeouts = { firstByteMs: 400, handshakeMs: 500, headersMs: 400, requestMs: 800, checkIntervalMs: 100, keepAliveMs: 5_000 };
+const TIMEOUTS: ListenerTimeouts = { firstByteMs: 400, handshakeMs: 2_000, headersMs: 400, requestMs: 800, checkIntervalMs: 100, keepAliveMs: 5_000 };
 /** A connection must be answered or closed by then (the limit, the check interval and slack for a busy machine). */
 const CLOSED_WITHIN_MS = 5_000;
 
@@ -25,7 +25,7 @@ beforeAll(async () => {
     (req, res) => {
       // Reads the whole body, as the real handlers do, then answers.
       req.resume();
-      req.on('end', () => res.end('ok'));
+      req.on('end', () => (req.url === '/slow' ? setTimeout(() => res.end('ok'), 300) : res.end('ok')));
     },
     undefined,
     TIMEOUTS,
@@ -104,6 +104,11 @@ describe('the listener bounds how long a connection may take (slowloris)', () =>
     expect(outcome.received).toMatch(/^HTTP\/1\.1 400 /);
     const body = JSON.parse(outcome.received.slice(outcome.received.indexOf('\r\n\r\n') + 4));
     expect(body).toMatchObject({ success: false, error: { code: 'BAD_REQUEST' } });
+  });
+
+  it('never answers a pipelined malformed request as if it were the complete request before it', async () => {
+    const outcome = await send('GET /slow HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n', true);
+    expect(outcome.received).not.toMatch(/^HTTP\/1\.1 400 /);
   });
 
   it('closes a TLS handshake that never ends', async () => {

@@ -31,7 +31,7 @@ export const DEFAULT_LISTENER_TIMEOUTS: ListenerTimeouts = {
   firstByteMs: 10_000,
   handshakeMs: 15_000,
   headersMs: 20_000,
-  requestMs: 300_000,
+  requestMs: 900_000,
   checkIntervalMs: 5_000,
   keepAliveMs: 5_000,
 };
@@ -50,8 +50,9 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket) {
   // A response already under way on this socket cannot be followed by another one. One not yet begun (the request's
   // body was malformed or never ended while the handler read it) gives way to this answer, as Node's own does; the
   // handler's later reply then goes nowhere, since the socket is gone.
-  const pending = (socket as Socket & { _httpMessage?: { headersSent: boolean } })._httpMessage;
-  if (!socket.writable || pending?.headersSent) {
+  // Under pipelining the pending response can be an earlier, complete request's: the error is not its answer.
+  const pending = (socket as Socket & { _httpMessage?: { headersSent: boolean; req?: { complete: boolean } } })._httpMessage;
+  if (!socket.writable || (pending && (pending.headersSent || pending.req?.complete !== false))) {
     socket.destroy();
     return;
   }
@@ -104,10 +105,10 @@ export function createDualListener(
   https.emit('listening');
   http.emit('listening');
   const sockets = new Set<Socket>();
-  // TLS connections whose handshake has not ended, by remote address and port (unique among open connections),
+  // TLS connections whose handshake has not ended, by both ends' address and port (unique among open connections),
   // with their deadline: the https server's own handshakeTimeout never fires on a socket handed to it this way.
   const handshakes = new Map<string, NodeJS.Timeout>();
-  const remoteOf = (socket: Socket) => `${socket.remoteAddress}|${socket.remotePort}`;
+  const remoteOf = (socket: Socket) => `${socket.remoteAddress}|${socket.remotePort}|${socket.localAddress}|${socket.localPort}`;
   https.on('secureConnection', (secured: Socket) => {
     const key = remoteOf(secured);
     clearTimeout(handshakes.get(key));

@@ -197,8 +197,9 @@ export async function* streamAnswer(deps: AnswerDeps, config: KbConfigRow, query
     if (config.llm && options.tools?.definitions.length) {
       // Tool rounds are not streamed: the final text arrives as one delta once the tools have run.
       const result = await answerWithTools(deps, config, promptMessages(config, query, passages, options.history ?? []), options.tools, options.signal);
-      yield { type: 'delta', text: result.answer };
-      yield { type: 'complete', answer: result.answer, sources, usage: result.usage, toolCalls: result.toolCalls, grounded };
+      const answer = toStorable(result.answer);
+      yield { type: 'delta', text: answer };
+      yield { type: 'complete', answer, sources, usage: result.usage, toolCalls: result.toolCalls, grounded };
       return;
     }
     if (!config.llm || passages.length === 0) {
@@ -213,8 +214,9 @@ export async function* streamAnswer(deps: AnswerDeps, config: KbConfigRow, query
     if (config.llm.provider === 'messages') {
       // Messages-style models answer whole here: the reply arrives as one delta.
       const reply = await complete(deps, config, llmRequest(deps, config, promptMessages(config, query, passages, options.history ?? []), options.signal));
-      yield { type: 'delta', text: reply.text };
-      yield { type: 'complete', answer: reply.text, sources, usage: reply.usage, grounded };
+      const answer = toStorable(reply.text);
+      yield { type: 'delta', text: answer };
+      yield { type: 'complete', answer, sources, usage: reply.usage, grounded };
       return;
     }
     // A model's text is not a client's: NUL dropped and lone surrogates replaced, the same in the deltas as in the answer.

@@ -97,8 +97,9 @@ export function createRestHandler(options: RestHandlerOptions) {
       const caller = await ctx.getCaller();
       if (caller.kind !== 'owner') return { ...params };
       // Limited before the body is read: a refused upload costs no memory.
-      await enforceRateLimit(ctx, route.meta.rateLimit ?? 'default', route.procedurePath);
+      // Marked before it is counted: a refusal here must not be counted again by readInputCounted.
       ctx.rateLimitPrecounted = route.procedurePath;
+      await enforceRateLimit(ctx, route.meta.rateLimit ?? 'default', route.procedurePath);
       const { fileField, maxBytes } = route.meta.multipart;
       input = await readMultipart(req, { fileField, maxBytes: maxBytes === 'plan' ? PLAN_RULES[caller.owner.plan].uploadBytes : maxBytes });
     } else if (route.meta.rawBody) {

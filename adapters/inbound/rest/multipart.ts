@@ -64,7 +64,8 @@ export function readMultipart(req: IncomingMessage, options: { fileField: string
       });
     });
     parser.on('filesLimit', () => fail(new AppError('BAD_REQUEST', 'Only one file per request')));
-    // Past these busboy stops reading parts, so a file after them would be reported missing: say what happened.
+    // Past the part limit busboy stops reading, so a file after it would be reported missing; past the field limit it
+    // drops fields silently. No form of ours comes near either: say what happened rather than guess.
     parser.on('fieldsLimit', () => fail(new AppError('BAD_REQUEST', 'Malformed multipart body', `At most ${MAX_FIELDS} fields`)));
     parser.on('partsLimit', () => fail(new AppError('BAD_REQUEST', 'Malformed multipart body', `At most ${MAX_PARTS} parts`)));
     parser.on('error', () => fail(new AppError('BAD_REQUEST', 'Malformed multipart body', 'The body is not complete multipart/form-data')));
