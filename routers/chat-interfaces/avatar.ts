@@ -11,6 +11,15 @@ const AVATAR_SIZE = 256;
 export async function processAvatar(bytes: Uint8Array): Promise<Buffer> {
   // Loaded on first use: libvips is ~7 MB resident that a service whose owners never upload an avatar does not need.
   const { default: sharp } = await import('sharp');
+  let format: string | undefined;
+  try {
+    format = (await sharp(bytes, { limitInputPixels: 40_000_000, failOn: 'error' }).metadata()).format;
+  } catch {
+    format = undefined;
+  }
+  // Only the raster formats we name: sharp would also render SVG (a script-bearing, reference-following format) and
+  // read TIFF, PDF or raw pixel dumps, none of which an avatar needs.
+  if (format === undefined || !AVATAR_FORMATS.has(format)) throw notAnImage();
   try {
     return await sharp(bytes, { limitInputPixels: 40_000_000, failOn: 'error' })
       .rotate()
@@ -18,6 +27,10 @@ export async function processAvatar(bytes: Uint8Array): Promise<Buffer> {
       .webp({ quality: 85 })
       .toBuffer();
   } catch {
-    throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'The file is not an image we can read', 'Upload a PNG, JPEG, WebP, GIF or AVIF image');
+    throw notAnImage();
   }
 }
+
+/** sharp's names of the formats we take (AVIF is read as 'heif'). */
+const AVATAR_FORMATS = new Set(['png', 'jpeg', 'webp', 'gif', 'heif']);
+const notAnImage = () => new AppError('UNSUPPORTED_MEDIA_TYPE', 'The file is not an image we can read', 'Upload a PNG, JPEG, WebP, GIF or AVIF image');

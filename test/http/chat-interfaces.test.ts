@@ -181,6 +181,13 @@ describe('chat interfaces', () => {
       bytes: Buffer.from('definitely not a png'),
     });
     expect(notImage.status).toBe(415);
+    // sharp can render SVG, but an avatar is one of the raster formats the error names.
+    const svg = await multipart(`/api/v1/chat-interfaces/${ci.id}/avatar`, a.token, {
+      name: 'x.svg',
+      type: 'image/svg+xml',
+      bytes: Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="64" height="64"><rect width="64" height="64" fill="red"/></svg>'),
+    });
+    expect(svg.status, svg.text).toBe(415);
     const noFile = await multipart(`/api/v1/chat-interfaces/${ci.id}/avatar`, a.token, null);
     expect(noFile.status).toBe(400);
     expect(noFile.body.error.details).toContain('file');
