@@ -18,6 +18,7 @@ import * as securityEvents from './migrations/0016_security_events.ts';
 import * as sessionChangeNotify from './migrations/0017_session_change_notify.ts';
 import * as binaryVectors from './migrations/0018_binary_vectors.ts';
 import * as chunkTerms from './migrations/0019_chunk_terms.ts';
+import * as apiKeyListNotify from './migrations/0020_api_key_list_notify.ts';
 
 /** Migrations are listed in code (not read from a folder) so they run the same under tsx, tests and bundlers. */
 const migrations: Record<string, Migration> = {
@@ -40,6 +41,7 @@ const migrations: Record<string, Migration> = {
   '0017_session_change_notify': sessionChangeNotify,
   '0018_binary_vectors': binaryVectors,
   '0019_chunk_terms': chunkTerms,
+  '0020_api_key_list_notify': apiKeyListNotify,
 };
 
 /** Runs pending migrations. Kysely's migrator holds a Postgres advisory lock, so concurrent instances are safe. */

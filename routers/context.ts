@@ -11,7 +11,8 @@ import type { BlobStore } from '../adapters/outbound/blobs/blob-store.ts';
 import type { JobQueue } from './jobs/queue.ts';
 import type { LexicalIndexes } from './knowledge-base/lexical-index.ts';
 import type { VectorIndexes } from './knowledge-base/vector-index.ts';
-import type { ApiKeyCache } from './api-keys/key-cache.ts';
+import type { NotifiedCache } from '../db/notified-cache.ts';
+import type { ActiveKey, ApiKey } from './api-keys/repository.ts';
 import type { SessionCache } from './auth/session-cache.ts';
 import type { DocumentPool } from '../adapters/outbound/workers/document-pool.ts';
 import type { Stripe } from '../adapters/outbound/billing/stripe-client.ts';
@@ -40,7 +41,10 @@ export interface AppDeps {
   lexicalIndexes: LexicalIndexes;
   /** In-memory vector matrices of knowledge bases, per instance, each for one embedding and content version. */
   vectorIndexes: VectorIndexes;
-  apiKeyCache: ApiKeyCache;
+  /** Validated API keys by the SHA-256 of the key, per instance; key and interface changes empty it (db/notified-cache.ts). */
+  apiKeyCache: NotifiedCache<ActiveKey>;
+  /** Each owner's key list as GET /api-keys shows it, per instance; any change to one of the owner's keys drops it. */
+  apiKeyListCache: NotifiedCache<readonly ApiKey[]>;
   /** Validated owner sessions, per instance; owner and session changes empty it (see routers/auth/session-cache.ts). */
   sessionCache: SessionCache;
   /** Worker threads for document parsing and local embedding (CPU work kept off the request thread). */

@@ -34,7 +34,8 @@ import { createJobQueue } from '../routers/jobs/queue.ts';
 import { knowledgeBaseJobHandlers, requeueOrphanedDocuments } from '../routers/knowledge-base/jobs.ts';
 import { webhookJobHandlers } from '../routers/webhooks/delivery.ts';
 import { sweepOrphanedDeliveries } from '../routers/webhooks/sweeper.ts';
-import { createApiKeyCache } from '../routers/api-keys/key-cache.ts';
+import { createNotifiedCache } from '../db/notified-cache.ts';
+import type { ActiveKey, ApiKey } from '../routers/api-keys/repository.ts';
 import { createSessionCache } from '../routers/auth/session-cache.ts';
 import { createDocumentPool } from '../adapters/outbound/workers/document-pool.ts';
 import { createStripeClient } from '../adapters/outbound/billing/stripe-client.ts';
@@ -50,6 +51,7 @@ import { createMetrics } from '../adapters/outbound/metrics/metrics.ts';
 import { createCertificateStore } from '../routers/domains/certificate-store.ts';
 import { installAcmeTransport } from '../adapters/outbound/acme/acme-client.ts';
 import { API_KEY_CHANGES_CHANNEL } from '../db/migrations/0006_api_key_change_notify.ts';
+import { API_KEY_LIST_CHANGES_CHANNEL } from '../db/migrations/0020_api_key_list_notify.ts';
 import { SESSION_CHANGES_CHANNEL } from '../db/migrations/0017_session_change_notify.ts';
 import { createSecurityEventRecorder, databaseSecurityEventStore } from '../routers/security-events/recorder.ts';
 
@@ -58,6 +60,10 @@ const DOMAIN_ROUTE_TTL_MS = 5_000;
 
 /** Validated API keys kept per instance (a few hundred bytes each). */
 const API_KEY_CACHE_MAX_ENTRIES = 10_000;
+
+/** Owners' key lists kept per instance, each of at most 100 keys (longer lists are read every time): 60 MB at worst. */
+const API_KEY_LIST_CACHE_MAX_ENTRIES = 2_000;
+const API_KEY_LIST_CACHE_MAX_KEYS = 100;
 
 /** Validated owner sessions kept per instance (a few hundred bytes each; the least recently used go first). */
 const SESSION_CACHE_MAX_ENTRIES = 10_000;
@@ -119,7 +125,12 @@ export async function startApp(config: Config, options: { database?: Database; l
     webhookJobs: createJobQueue({ db: database.db, logger }),
     vectorIndexes: createVectorIndexes({ maxFloats: config.VECTOR_INDEX_MAX_MB * FLOATS_PER_MB, logger }),
     lexicalIndexes: createLexicalIndexes({ maxPostings: config.LEXICAL_INDEX_MAX_POSTINGS, logger }),
-    apiKeyCache: createApiKeyCache({ ttlMs: config.API_KEY_CACHE_TTL_MS, maxEntries: API_KEY_CACHE_MAX_ENTRIES }),
+    apiKeyCache: createNotifiedCache<ActiveKey>({ ttlMs: config.API_KEY_CACHE_TTL_MS, maxEntries: API_KEY_CACHE_MAX_ENTRIES }),
+    apiKeyListCache: createNotifiedCache<readonly ApiKey[]>({
+      ttlMs: config.API_KEY_CACHE_TTL_MS,
+      maxEntries: API_KEY_LIST_CACHE_MAX_ENTRIES,
+      storable: (list) => list.length <= API_KEY_LIST_CACHE_MAX_KEYS,
+    }),
     documentPool: createDocumentPool({ size: config.PARSER_WORKERS, deadlineMs: config.PARSER_DEADLINE_MS, memoryMb: config.PARSER_MEMORY_MB }),
     stripe: config.STRIPE_SECRET_KEY
       ? createStripeClient({ secretKey: config.STRIPE_SECRET_KEY, apiUrl: config.STRIPE_API_URL, http, timeoutMs: config.OUTBOUND_TIMEOUT_MS })
@@ -143,6 +154,15 @@ export async function startApp(config: Config, options: { database?: Database; l
     onLost: () => {
       cache.setLive(false);
       logger.warn('lost the database connection that listens for API-key changes; the key cache is off until it is back');
+    },
+  });
+  const keyLists = deps.apiKeyListCache;
+  const stopListeningForKeyLists = await database.listen(API_KEY_LIST_CHANGES_CHANNEL, {
+    onNotify: (ownerId) => (ownerId ? keyLists.forget(ownerId) : keyLists.invalidate()),
+    onListening: () => keyLists.setLive(true),
+    onLost: () => {
+      keyLists.setLive(false);
+      logger.warn('lost the database connection that listens for API-key list changes; the key list cache is off until it is back');
     },
   });
   const stopListeningForSessions = await database.listen(SESSION_CHANGES_CHANNEL, {
@@ -264,6 +284,7 @@ export async function startApp(config: Config, options: { database?: Database; l
         await deps.mailer.close();
         await rateLimiter.close();
         await stopListening();
+        await stopListeningForKeyLists();
         await stopListeningForSessions();
         await database.close();
       })()),

@@ -9,6 +9,8 @@ const LAST_USED_GRANULARITY_MS = 60_000;
 const KEY_COLUMNS = ['id', 'name', 'chat_interface_id', 'key_prefix', 'active', 'last_used_at', 'created_at', 'updated_at'] as const;
 type KeyView = Pick<ApiKeyRow, (typeof KEY_COLUMNS)[number]>;
 
+export type ApiKey = ReturnType<typeof toApiKey>;
+
 export function toApiKey(row: KeyView) {
   return {
     id: row.id,

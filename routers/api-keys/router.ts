@@ -19,8 +19,12 @@ export const apiKeysRouter = router({
     .input(z.object({}).optional())
     .output(z.object({ apiKeys: z.array(apiKeySchema), count: z.number().int() }))
     .query(async ({ ctx }) => {
-      const rows = await keys.listKeys(ctx.deps.database.db, ctx.owner.id);
-      return { apiKeys: rows.map(keys.toApiKey), count: rows.length };
+      const db = ctx.deps.database.db;
+      // One cached list answers many requests: it is frozen, and each answer gets its own copy of the array.
+      const list = await ctx.deps.apiKeyListCache.lookup(ctx.owner.id, async () =>
+        Object.freeze((await keys.listKeys(db, ctx.owner.id)).map((row) => Object.freeze(keys.toApiKey(row)))),
+      );
+      return { apiKeys: list ? [...list] : [], count: list?.length ?? 0 };
     }),
 
   create: ownerProcedure
@@ -56,6 +60,7 @@ export const apiKeysRouter = router({
           }),
         (created) => [webhookEvent(ctx.owner.id, 'api_key.created', keys.toApiKey(created))],
       );
+      ctx.deps.apiKeyListCache.forget(ctx.owner.id);
       return { apiKey: keys.toApiKey(row), key };
     }),
 
@@ -81,6 +86,7 @@ export const apiKeysRouter = router({
         (updated) => (updated ? [webhookEvent(ctx.owner.id, 'api_key.updated', keys.toApiKey(updated))] : []),
       );
       ctx.deps.apiKeyCache.invalidate();
+      ctx.deps.apiKeyListCache.forget(ctx.owner.id);
       if (!row) throw notFound();
       return { apiKey: keys.toApiKey(row) };
     }),
@@ -96,6 +102,7 @@ export const apiKeysRouter = router({
         (done) => (done ? [webhookEvent(ctx.owner.id, 'api_key.deleted', { id: input.id })] : []),
       );
       ctx.deps.apiKeyCache.invalidate();
+      ctx.deps.apiKeyListCache.forget(ctx.owner.id);
       if (!deleted) throw notFound();
       return { deleted: true as const, id: input.id };
     }),

@@ -32,7 +32,10 @@ async function noteRefusedKey(deps: Pick<AppDeps, 'database' | 'securityEvents'>
  * anonymous caller and the procedure's auth rule answers 401, so rate limiting can still key on IP.
  */
 export async function resolveCaller(
-  deps: Pick<AppDeps, 'apiKeyCache' | 'config' | 'database' | 'sessions' | 'sessionCache' | 'http' | 'logger' | 'secrets' | 'securityEvents'>,
+  deps: Pick<
+    AppDeps,
+    'apiKeyCache' | 'apiKeyListCache' | 'config' | 'database' | 'sessions' | 'sessionCache' | 'http' | 'logger' | 'secrets' | 'securityEvents'
+  >,
   authorization: string | undefined,
   clientIp?: string,
 ): Promise<Caller> {
@@ -55,7 +58,10 @@ export async function resolveCaller(
     }
     const touchedAt = await touchKeyLastUsed(deps.database.db, key.id, key.last_used_at);
     // A cached key remembers the touch, so it is written at most once a minute per instance.
-    if (touchedAt) key.last_used_at = touchedAt;
+    if (touchedAt) {
+      key.last_used_at = touchedAt;
+      deps.apiKeyListCache.forget(key.owner_id);
+    }
     return {
       kind: 'apiKey',
       keyId: key.id,

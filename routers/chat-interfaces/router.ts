@@ -203,6 +203,8 @@ export const chatInterfacesRouter = router({
         (done) => (done ? [webhookEvent(ctx.owner.id, 'chat_interface.deleted', { id: input.id })] : []),
       );
       ctx.deps.apiKeyCache.invalidate();
+      // Its keys went with it (a cascade).
+      ctx.deps.apiKeyListCache.forget(ctx.owner.id);
       if (!deleted) throw notFound();
       return { deleted: true as const, id: input.id };
     }),

@@ -3,7 +3,7 @@ import { generateApiKey, parseApiKey } from '../../routers/api-keys/key-format.t
 import { resolveCaller } from '../../routers/auth/caller.ts';
 import type { AppDeps } from '../../routers/context.ts';
 import { loadConfig } from '../../schema/config.ts';
-import { createApiKeyCache } from '../../routers/api-keys/key-cache.ts';
+import { createNotifiedCache } from '../../db/notified-cache.ts';
 import { createSessionCache } from '../../routers/auth/session-cache.ts';
 
 /** An object that records and refuses any use: a lookup through it fails the call. */
@@ -30,7 +30,8 @@ function makeDeps() {
     config: loadConfig({}),
     database: { db: tripwire('db', touched) },
     sessions: tripwire('sessions', touched),
-    apiKeyCache: createApiKeyCache({ ttlMs: 0, maxEntries: 0 }),
+    apiKeyCache: createNotifiedCache({ ttlMs: 0, maxEntries: 0 }),
+    apiKeyListCache: createNotifiedCache({ ttlMs: 0, maxEntries: 0 }),
     sessionCache: createSessionCache({ ttlMs: 0, maxEntries: 0 }),
     securityEvents: { record: (kind: string) => recorded.push(kind) },
   } as unknown as AppDeps;

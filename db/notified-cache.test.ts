@@ -1,24 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { createApiKeyCache } from './key-cache.ts';
-import type { ActiveKey } from './repository.ts';
+import { createNotifiedCache, type NotifiedCacheOptions } from './notified-cache.ts';
 
-const key = (id: string): ActiveKey => ({
-  id,
-  owner_id: 'o',
-  chat_interface_id: 'c',
-  last_used_at: null,
-  slug: 's',
-  config_id: null,
-  endpoint_url: null,
-  endpoint_type: null,
-  endpoint_api_key_enc: null,
-});
+interface Row {
+  id: string;
+  size: number;
+}
+const key = (id: string, size = 1): Row => ({ id, size });
 
-function setup(ttlMs = 1_000, maxEntries = 3) {
+function setup(ttlMs = 1_000, maxEntries = 3, storable?: NotifiedCacheOptions<Row>['storable']) {
   let clock = 0;
-  const cache = createApiKeyCache({ ttlMs, maxEntries, now: () => clock });
+  const cache = createNotifiedCache<Row>({ ttlMs, maxEntries, storable, now: () => clock });
   const loads: string[] = [];
-  const rows = new Map<string, ActiveKey | undefined>([
+  const rows = new Map<string, Row | undefined>([
     ['h1', key('k1')],
     ['h2', key('k2')],
     ['h3', key('k3')],
@@ -32,7 +25,7 @@ function setup(ttlMs = 1_000, maxEntries = 3) {
   return { cache, loads, rows, lookup, tick: (ms: number) => (clock += ms) };
 }
 
-describe('API-key cache', () => {
+describe('notified cache', () => {
   it('serves nothing from memory until it is live, then answers repeat lookups without loading', async () => {
     const { cache, loads, lookup } = setup();
     await lookup('h1');
@@ -44,7 +37,7 @@ describe('API-key cache', () => {
     expect(loads).toEqual(['h1', 'h1', 'h1']);
   });
 
-  it('never stores an unknown key, so made-up keys cannot fill it and always reach the database', async () => {
+  it('never stores an unknown key (undefined), so made-up keys cannot fill it and always reach the database', async () => {
     const { cache, loads, lookup } = setup();
     cache.setLive(true);
     expect(await lookup('nope')).toBeUndefined();
@@ -71,7 +64,7 @@ describe('API-key cache', () => {
     const { cache, loads } = setup();
     cache.setLive(true);
     let release!: () => void;
-    const slow = cache.lookup('h1', () => new Promise<ActiveKey>((resolve) => (release = () => resolve(key('stale')))));
+    const slow = cache.lookup('h1', () => new Promise<Row>((resolve) => (release = () => resolve(key('stale')))));
     cache.invalidate();
     release();
     expect((await slow)?.id).toBe('stale');
@@ -108,5 +101,51 @@ describe('API-key cache', () => {
     await lookup('h1');
     await lookup('h1');
     expect(loads).toEqual(['h1', 'h1']);
+  });
+
+  it('forgetting one key reloads only that key, and a load in flight across it is not stored', async () => {
+    const { cache, loads, rows, lookup } = setup();
+    cache.setLive(true);
+    await lookup('h1');
+    await lookup('h2');
+    rows.set('h1', key('k1-renamed'));
+    cache.forget('h1');
+    expect((await lookup('h1'))?.id).toBe('k1-renamed');
+    expect((await lookup('h2'))?.id).toBe('k2');
+    expect(loads).toEqual(['h1', 'h2', 'h1']);
+
+    let release!: () => void;
+    const slow = cache.lookup('h3', () => new Promise<Row>((resolve) => (release = () => resolve(key('stale')))));
+    cache.forget('h2'); // any forgetting: the slow load may have read before a change to h3 as well
+    release();
+    expect((await slow)?.id).toBe('stale');
+    expect((await lookup('h3'))?.id).toBe('k3');
+  });
+
+  it('stores only what storable accepts; the rest is loaded every time', async () => {
+    const { cache, loads, rows, lookup } = setup(1_000, 3, (row) => row.size <= 10);
+    cache.setLive(true);
+    rows.set('h1', key('big', 11));
+    await lookup('h1');
+    await lookup('h1');
+    await lookup('h2');
+    await lookup('h2');
+    expect(loads).toEqual(['h1', 'h1', 'h2']);
+  });
+
+  it('evicts the least recently used, not the oldest stored', async () => {
+    const { cache, loads, lookup } = setup(1_000, 3);
+    cache.setLive(true);
+    await lookup('h1');
+    await lookup('h2');
+    await lookup('h3');
+    await lookup('h1'); // h2 is now the least recently used
+    await lookup('h4');
+    expect(cache.size).toBe(3);
+    loads.length = 0;
+    await lookup('h1');
+    await lookup('h3');
+    await lookup('h2');
+    expect(loads).toEqual(['h2']);
   });
 });
