@@ -116,10 +116,40 @@ describe('notified cache', () => {
 
     let release!: () => void;
     const slow = cache.lookup('h3', () => new Promise<Row>((resolve) => (release = () => resolve(key('stale')))));
-    cache.forget('h2'); // any forgetting: the slow load may have read before a change to h3 as well
+    cache.forget('h3');
     release();
     expect((await slow)?.id).toBe('stale');
     expect((await lookup('h3'))?.id).toBe('k3');
+  });
+
+  it("a load in flight is still stored when only other keys are forgotten meanwhile, and not after the key's own forget", async () => {
+    const { cache, loads, lookup } = setup(1_000, 10);
+    cache.setLive(true);
+    const gates: Array<() => void> = [];
+    const slowLoad = (id: string) => cache.lookup(id, () => new Promise<Row>((resolve) => gates.push(() => resolve(key(`${id}-loaded`)))));
+    const a = slowLoad('h1');
+    const b = slowLoad('h2');
+    cache.forget('h2');
+    cache.forget('h3');
+    for (const open of gates) open();
+    await Promise.all([a, b]);
+    expect((await lookup('h1'))?.id).toBe('h1-loaded'); // stored: only other keys were forgotten
+    expect((await lookup('h2'))?.id).toBe('k2'); // not stored: forgotten while loading
+    expect(loads).toEqual(['h2']);
+    // With nothing in flight, a forget long before a load does not keep that load from being stored.
+    cache.forget('h4');
+    await lookup('h4');
+    await lookup('h4');
+    expect(loads).toEqual(['h2', 'h4']);
+  });
+
+  it('a load that fails stores nothing and leaves the cache working', async () => {
+    const { cache, loads, lookup } = setup();
+    cache.setLive(true);
+    await expect(cache.lookup('h1', async () => Promise.reject(new Error('database down')))).rejects.toThrow('database down');
+    await lookup('h1');
+    await lookup('h1');
+    expect(loads).toEqual(['h1']);
   });
 
   it('stores only what storable accepts; the rest is loaded every time', async () => {

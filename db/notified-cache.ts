@@ -7,8 +7,8 @@
  * - entries are served only while the cache is live, i.e. while change notifications are known to arrive; a lost
  *   listening connection empties and suspends it until listening again;
  * - a notification (or the instance's own write, on commit) forgets the entry it names, or everything;
- * - a load that started before any forgetting never stores its possibly stale answer (one generation for the
- *   whole cache: a change elsewhere costs at most a miss, never a stale entry);
+ * - a load that started before its key was forgotten, or before the whole cache was, never stores its possibly
+ *   stale answer (a busy owner's changes do not keep everyone else's loads from being stored);
  * - only what `storable` accepts is stored (by default anything but undefined: made-up keys cannot fill it);
  * - entries expire after `ttlMs` whatever happens, and the least recently used go first beyond `maxEntries`.
  */
@@ -29,16 +29,25 @@ export interface NotifiedCacheOptions<V> {
   now?: () => number;
 }
 
+const MAX_FORGOTTEN_IN_FLIGHT = 10_000;
+
 export function createNotifiedCache<V>(options: NotifiedCacheOptions<V>): NotifiedCache<V> {
   const now = options.now ?? Date.now;
   const storable = options.storable ?? (() => true);
   const entries = new Map<string, { value: V; expiresAt: number }>();
+  // Bumped when everything is forgotten: no load that started earlier stores its answer.
   let generation = 0;
+  // Per-key forgetting while loads are in flight: the `forgets` count at a key's last forget. Emptied whenever no
+  // load is in flight (nothing can be stale then); past its bound, a whole-cache forget replaces it.
+  let forgets = 0;
+  const forgottenAt = new Map<string, number>();
+  let inFlight = 0;
   let live = false;
   const enabled = () => live && options.ttlMs > 0 && options.maxEntries > 0;
   const clear = () => {
     generation++;
     entries.clear();
+    forgottenAt.clear();
   };
 
   return {
@@ -54,8 +63,17 @@ export function createNotifiedCache<V>(options: NotifiedCacheOptions<V>): Notifi
         if (entry) entries.delete(key);
       }
       const startedAt = generation;
-      const value = await load();
-      if (value !== undefined && enabled() && generation === startedAt && storable(value)) {
+      const forgetsAtStart = forgets;
+      inFlight++;
+      let value: V | undefined;
+      let forgottenSince: boolean;
+      try {
+        value = await load();
+      } finally {
+        forgottenSince = generation !== startedAt || (forgottenAt.get(key) ?? 0) > forgetsAtStart;
+        if (--inFlight === 0) forgottenAt.clear();
+      }
+      if (value !== undefined && enabled() && !forgottenSince && storable(value)) {
         entries.delete(key);
         entries.set(key, { value, expiresAt: now() + options.ttlMs });
         if (entries.size > options.maxEntries) entries.delete(entries.keys().next().value!);
@@ -63,8 +81,10 @@ export function createNotifiedCache<V>(options: NotifiedCacheOptions<V>): Notifi
       return value;
     },
     forget(key) {
-      generation++;
       entries.delete(key);
+      if (inFlight === 0) return;
+      forgottenAt.set(key, ++forgets);
+      if (forgottenAt.size > MAX_FORGOTTEN_IN_FLIGHT) clear();
     },
     invalidate: clear,
     setLive(value) {

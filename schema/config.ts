@@ -81,7 +81,7 @@ export const configSchema = z.object({
   WEBHOOK_TIMEOUT_MS: positiveInt(15_000),
   /** How long a claimed job stays leased without a heartbeat; after a crash, the jobs the dead process was running are picked up again once it runs out. */
   JOB_LEASE_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
-  /** How long a validated API key is reused without a lookup (0: never). Changes to keys and interfaces empty the cache at once, on every instance. */
+  /** How long a validated API key, and an owner's key list, are reused without a lookup (0: never). Changes to keys and interfaces reach the caches at once, on every instance. */
   API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(600_000).default(30_000),
   /** How long a validated owner session is reused without a lookup (0: never). Sign-out, revocation and owner changes drop it at once, on every instance. */
   SESSION_CACHE_TTL_MS: z.coerce.number().int().min(0).max(600_000).default(30_000),

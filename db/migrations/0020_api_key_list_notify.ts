@@ -5,9 +5,11 @@ export const API_KEY_LIST_CHANGES_CHANNEL = 'api_key_list_changes';
 
 /**
  * Any change to what an owner's key list shows notifies every instance, on commit, naming the owner: a key created,
- * deleted (cascades from a deleted interface or owner included) or changed in any column, last_used_at too (written at
- * most once a minute per key). An update that moves a key between owners names both. TRUNCATE names nobody (every
- * list). PostgreSQL folds duplicates within one transaction.
+ * deleted (cascades from a deleted interface or owner included) or changed in a column the list shows, last_used_at
+ * too (written at most once a minute per key, so a busy key notifies about once a minute per instance). An update
+ * that moves a key between owners names both. TRUNCATE names nobody (every list). PostgreSQL folds duplicates within
+ * one transaction. The columns are named, not the whole row compared, so a column type without equality added later
+ * cannot break updates.
  */
 export async function up(db: Kysely<any>) {
   await sql`
@@ -28,7 +30,9 @@ export async function up(db: Kysely<any>) {
     $fn$`.execute(db);
   await sql`create trigger api_keys_listed_inserted after insert on api_keys for each row execute function notify_api_key_list_change()`.execute(db);
   await sql`
-    create trigger api_keys_listed_changed after update on api_keys for each row when (old is distinct from new)
+    create trigger api_keys_listed_changed after update on api_keys for each row
+    when ((old.owner_id, old.name, old.chat_interface_id, old.key_prefix, old.active, old.last_used_at, old.created_at, old.updated_at)
+          is distinct from (new.owner_id, new.name, new.chat_interface_id, new.key_prefix, new.active, new.last_used_at, new.created_at, new.updated_at))
     execute function notify_api_key_list_change()`.execute(db);
   await sql`create trigger api_keys_listed_deleted after delete on api_keys for each row execute function notify_api_key_list_change()`.execute(db);
   await sql`create trigger api_keys_listed_truncated after truncate on api_keys for each statement execute function notify_api_key_list_change()`.execute(db);
