@@ -12,6 +12,7 @@ let key: string;
 let ownerToken: string;
 let streamingSlug: string;
 let streamingKey: string;
+let rawInterfaceId: string;
 
 beforeAll(async () => {
   upstream = createServer((req, res) => {
@@ -34,6 +35,7 @@ beforeAll(async () => {
   ownerToken = owner.token;
   const ci = await app.request('POST', '/api/v1/chat-interfaces', { token: owner.token, body: { name: 'Raw', endpointUrl: `http://127.0.0.1:${port}/bot` } });
   slug = ci.body.data.chatInterface.slug;
+  rawInterfaceId = ci.body.data.chatInterface.id;
   key = (await app.request('POST', '/api/v1/api-keys', { token: owner.token, body: { name: 'k', chatInterfaceId: ci.body.data.chatInterface.id } })).body.data
     .key;
   const streaming = await app.request('POST', '/api/v1/chat-interfaces', {
@@ -61,6 +63,13 @@ afterAll(async () => {
 });
 
 describe('an upstream reply with text PostgreSQL refuses', () => {
+  it('is shown by Test Connection as a visitor would get it (NUL dropped, the lone surrogate replaced)', async () => {
+    const res = await app.request('POST', `/api/v1/chat-interfaces/${rawInterfaceId}/test-connection`, { token: ownerToken, body: {} });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data).toMatchObject({ ok: true, reply: 'Hello there \uFFFD and 😀', error: null });
+    expect(res.text).not.toMatch(/\\u0000|\\ud800/i);
+  });
+
   it('is answered and stored with NUL dropped and the lone surrogate replaced (JSON and SSE)', async () => {
     const res = await app.request('POST', `/api/v1/chat/${slug}`, { token: key, body: { message: 'hi' } });
     expect(res.status, res.text).toBe(200);
