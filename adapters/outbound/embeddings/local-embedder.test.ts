@@ -3,7 +3,8 @@ import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { cosineSimilarity } from './embedder.ts';
-import { createLocalEmbedder, LOCAL_EMBEDDING_MODEL } from './local-embedder.ts';
+import { createLocalEmbedder, LOCAL_EMBEDDING_MODEL, localVectorOf } from './local-embedder.ts';
+import { analyze } from '../text/text-analysis.ts';
 import { countTokens } from '../text/tokens.ts';
 
 function norm(vector: Float32Array): number {
@@ -117,6 +118,19 @@ describe('createLocalEmbedder', () => {
     expect(vectors[1]!.every((x) => x === 0)).toBe(true);
     expect(norm(vectors[2]!)).toBeCloseTo(1, 5);
     expect(Array.from(vectors[2]!)).toEqual(Array.from(vectors[3]!));
+  });
+
+  it('gives the same vector, bit for bit, from terms the caller analysed already (the parsing worker)', async () => {
+    const texts = [...SAMPLE, '', '  ...  !!', 'to be or not to be', 'las luces'];
+    for (const [language, dimensions] of [
+      ['en', 384],
+      ['es', 64],
+    ] as const) {
+      const { vectors } = await createLocalEmbedder({ language, dimensions }).embed(texts);
+      const fromTerms = texts.map((text) => localVectorOf(text, analyze(text, language), dimensions));
+      expect(digest(fromTerms)).toBe(digest(vectors));
+    }
+    expect(() => localVectorOf('x', ['x'], 0)).toThrow(RangeError);
   });
 
   it('reports promptTokens with countTokens', async () => {

@@ -109,8 +109,17 @@ function features(terms: string[]): Array<[Map<number, number>, number]> {
 }
 
 function embedOne(text: string, dimensions: number, language: AnalyzerLanguage): Float32Array {
-  let terms = analyze(text, language);
-  if (terms.length === 0) terms = tokenize(text);
+  return localVectorOf(text, analyze(text, language), dimensions);
+}
+
+/**
+ * The local model's vector of `text` from its analysed terms (`analyze(text, language)` in the embedder's language),
+ * for callers that analysed the text already (the parsing worker analyses every chunk for BM25): the same vector as
+ * embedding the text, without analysing it twice.
+ */
+export function localVectorOf(text: string, analysed: string[], dimensions: number): Float32Array {
+  checkDimensions(dimensions);
+  const terms = analysed.length > 0 ? analysed : tokenize(text);
   const sums = new Float64Array(dimensions);
   for (const [counts, weight] of features(terms)) {
     for (const [hash, count] of counts) {
@@ -128,11 +137,15 @@ function embedOne(text: string, dimensions: number, language: AnalyzerLanguage):
   return vector;
 }
 
-export function createLocalEmbedder(options: { dimensions?: number; language?: AnalyzerLanguage } = {}): Embedder {
-  const dimensions = options.dimensions ?? LOCAL_EMBEDDING_DEFAULT_DIMENSIONS;
+function checkDimensions(dimensions: number) {
   if (!Number.isInteger(dimensions) || dimensions < 1 || dimensions > MAX_DIMENSIONS) {
     throw new RangeError(`dimensions must be an integer between 1 and ${MAX_DIMENSIONS}`);
   }
+}
+
+export function createLocalEmbedder(options: { dimensions?: number; language?: AnalyzerLanguage } = {}): Embedder {
+  const dimensions = options.dimensions ?? LOCAL_EMBEDDING_DEFAULT_DIMENSIONS;
+  checkDimensions(dimensions);
   const language = options.language ?? 'en';
   return {
     model: LOCAL_EMBEDDING_MODEL,

@@ -11,9 +11,11 @@ export interface ChunkAnalysis {
   tfs: number[];
 }
 
-/** The same for every caller (the parsing worker, or the main thread when a document came without it). */
-export function analyseChunk(text: string, language: AnalyzerLanguage): ChunkAnalysis {
-  const analysed = analyze(text, language);
+/**
+ * The same for every caller (the parsing worker, or the main thread when a document came without it). `analysed` is
+ * `analyze(text, language)` when the caller has it already.
+ */
+export function analyseChunk(text: string, language: AnalyzerLanguage, analysed = analyze(text, language)): ChunkAnalysis {
   const tf = termFrequencies(analysed);
   return { termCount: analysed.length, tokenCount: countTokens(text), terms: [...tf.keys()], tfs: [...tf.values()] };
 }

@@ -3,12 +3,12 @@
  * their chunks (terms, token counts) and embeds them with the local embedder, off the thread that answers requests.
  */
 import type { Embedder } from '../embeddings/embedder.ts';
-import { createLocalEmbedder } from '../embeddings/local-embedder.ts';
+import { createLocalEmbedder, localVectorOf } from '../embeddings/local-embedder.ts';
 import { extractDocument, type DocumentKind, type ZipLimits } from '../parsers/extract.ts';
 import { prepareDocument, type PrepareOptions } from '../parsers/prepare.ts';
 import { analyseChunk } from '../text/chunk-analysis.ts';
 import { preloadTokenizer } from '../text/tokens.ts';
-import type { AnalyzerLanguage } from '../text/text-analysis.ts';
+import { analyze, type AnalyzerLanguage } from '../text/text-analysis.ts';
 import { serveTasks, type TaskResult } from './serve-tasks.ts';
 
 export type DocumentTask =
@@ -47,9 +47,14 @@ async function handle(task: DocumentTask): Promise<TaskResult> {
       return { value: await extractDocument(task.kind, task.bytes, { zipLimits: task.zipLimits }) };
     case 'prepare': {
       const prepared = await prepareDocument(task.kind, task.bytes, task.options);
-      const analysis = prepared.chunks.map((c) => analyseChunk(c.text, task.analyse));
-      if (!task.embed) return { value: { ...prepared, analysis } };
-      const { vectors } = await localEmbedder(task.embed.dimensions, task.embed.language).embed(prepared.chunks.map((c) => c.text));
+      const analysed = prepared.chunks.map((c) => analyze(c.text, task.analyse));
+      const analysis = prepared.chunks.map((c, i) => analyseChunk(c.text, task.analyse, analysed[i]));
+      const model = task.embed;
+      if (!model) return { value: { ...prepared, analysis } };
+      // Each chunk is analysed once for BM25 and the local model alike (the model's token count is not needed here).
+      const vectors = prepared.chunks.map((c, i) =>
+        localVectorOf(c.text, model.language === task.analyse ? analysed[i]! : analyze(c.text, model.language), model.dimensions),
+      );
       return { value: { ...prepared, analysis, vectors }, transfer: vectors.map((v) => v.buffer as ArrayBuffer) };
     }
     case 'embed-local': {
