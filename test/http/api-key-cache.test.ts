@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 /**
  * Validated API keys are cached per instance (routers/api-keys/key-cache.ts). These tests hold the cache to its
@@ -40,15 +41,6 @@ async function makeInterface(endpointUrl: string) {
 }
 
 const chat = (on: TestApp, slug: string, key: string) => on.request('POST', `/api/v1/chat/${slug}`, { token: key, body: { message: 'hello' } });
-
-/** Notifications reach other connections asynchronously on PostgreSQL: poll, bounded. */
-async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 3_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 beforeAll(async () => {
   origins.push(await startUpstream('first'), await startUpstream('second'));

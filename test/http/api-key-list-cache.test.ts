@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { eventually, seenAfterSql } from '../helpers/eventually.ts';
 
 /**
  * Each owner's key list is cached per instance (apiKeyListCache, db/notified-cache.ts). These tests hold it to its
@@ -38,21 +39,6 @@ async function list(on: TestApp, owner: Owner): Promise<ListedKey[]> {
 }
 
 const names = (keys: ListedKey[]) => keys.map((k) => k.name).sort();
-
-/** Notifications reach other connections asynchronously on PostgreSQL: poll, bounded. */
-async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 3_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-/** PGlite delivers a notification before the statement returns; PostgreSQL on commit, to the listening connection. */
-async function seenAfterSql(check: () => Promise<boolean>, what: string) {
-  if (onPostgres) await eventually(check, what);
-  else expect(await check(), what).toBe(true);
-}
 
 beforeAll(async () => {
   upstream = createServer((req, res) => {

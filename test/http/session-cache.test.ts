@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { eventually, seenAfterSql } from '../helpers/eventually.ts';
 
 /**
  * Validated owner sessions are cached per instance (routers/auth/session-cache.ts). These tests hold the cache to its
@@ -15,21 +16,6 @@ const onPostgres = Boolean(process.env.DATABASE_URL);
 const me = (on: TestApp, token: string) => on.request('GET', '/api/v1/auth/me', { token });
 const listKeys = (on: TestApp, token: string) => on.request('GET', '/api/v1/api-keys', { token });
 const adminOwners = (on: TestApp, token: string) => on.request('GET', '/api/v1/admin/owners', { token });
-
-/** Notifications reach other connections asynchronously on PostgreSQL: poll, bounded. */
-async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 3_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-/** A change made in SQL on this instance: seen at once on PGlite (notified before the statement returns), on commit on PostgreSQL. */
-async function seenHere(check: () => Promise<boolean>, what: string) {
-  if (onPostgres) await eventually(check, what);
-  else expect(await check(), what).toBe(true);
-}
 
 /** Both instances have validated the token and answer from memory. */
 async function warm(token: string) {
@@ -89,13 +75,13 @@ describe('session cache', () => {
     const db = app.deps.database.db;
     await warm(owner.token);
     await sql`delete from sessions where owner_id = ${owner.ownerId}::uuid`.execute(db);
-    await seenHere(async () => (await listKeys(app, owner.token)).status === 401, 'the revoked session is refused');
+    await seenAfterSql(async () => (await listKeys(app, owner.token)).status === 401, 'the revoked session is refused');
     await eventually(async () => (await listKeys(peer, owner.token)).status === 401, 'the peer refuses the revoked session');
 
     const expiring = await app.signUp('session-cache-expire');
     await warm(expiring.token);
     await sql`update sessions set expires_at = now() - interval '1 second' where owner_id = ${expiring.ownerId}::uuid`.execute(db);
-    await seenHere(async () => (await listKeys(app, expiring.token)).status === 401, 'the expired session is refused');
+    await seenAfterSql(async () => (await listKeys(app, expiring.token)).status === 401, 'the expired session is refused');
     await eventually(async () => (await listKeys(peer, expiring.token)).status === 401, 'the peer refuses the expired session');
   });
 
@@ -107,7 +93,7 @@ describe('session cache', () => {
       await sql`update owners set password_hash = ${`changed-${randomBytes(8).toString('hex')}`} where id = ${owner.ownerId}::uuid`.execute(trx);
       await sql`delete from sessions where owner_id = ${owner.ownerId}::uuid`.execute(trx);
     });
-    await seenHere(async () => (await listKeys(app, owner.token)).status === 401, 'the session is refused after the password change');
+    await seenAfterSql(async () => (await listKeys(app, owner.token)).status === 401, 'the session is refused after the password change');
     await eventually(async () => (await listKeys(peer, owner.token)).status === 401, 'the peer refuses it too');
   });
 
@@ -115,7 +101,7 @@ describe('session cache', () => {
     const owner = await app.signUp('session-cache-deleted');
     await warm(owner.token);
     await sql`delete from owners where id = ${owner.ownerId}::uuid`.execute(app.deps.database.db);
-    await seenHere(async () => (await listKeys(app, owner.token)).status === 401, 'the deleted owner is refused');
+    await seenAfterSql(async () => (await listKeys(app, owner.token)).status === 401, 'the deleted owner is refused');
     await eventually(async () => (await listKeys(peer, owner.token)).status === 401, 'the peer refuses the deleted owner');
   });
 
@@ -135,7 +121,7 @@ describe('session cache', () => {
 
     // Changed in SQL, as an operator would: the owner row's trigger carries it.
     await sql`update owners set role = 'admin' where id = ${owner.ownerId}::uuid`.execute(app.deps.database.db);
-    await seenHere(async () => (await adminOwners(app, owner.token)).status === 200, 'the SQL promotion is seen');
+    await seenAfterSql(async () => (await adminOwners(app, owner.token)).status === 200, 'the SQL promotion is seen');
     await eventually(async () => (await adminOwners(peer, owner.token)).status === 200, 'the peer sees the SQL promotion');
     expect((await me(peer, owner.token)).body.data.owner.role).toBe('admin');
   });
@@ -156,7 +142,7 @@ describe('session cache', () => {
     expect((await listKeys(app, owner.token)).status).toBe(200);
     // Emptied with TRUNCATE: nothing is served from memory afterwards.
     await sql`truncate sessions`.execute(db);
-    await seenHere(async () => (await listKeys(app, owner.token)).status === 401, 'nothing is served after TRUNCATE');
+    await seenAfterSql(async () => (await listKeys(app, owner.token)).status === 401, 'nothing is served after TRUNCATE');
   });
 
   it.runIf(onPostgres)('a lost listening connection is noticed and replaced; changes are seen again afterwards', async () => {
