@@ -147,32 +147,25 @@ export async function startApp(config: Config, options: { database?: Database; l
     return { jobs: { queued: stats.queued, running: stats.running, dead: stats.dead } };
   });
   if (config.TLS_MODE === 'acme') installAcmeTransport(http, config.OUTBOUND_TIMEOUT_MS);
-  const cache = deps.apiKeyCache;
-  const stopListening = await database.listen(API_KEY_CHANGES_CHANNEL, {
-    onNotify: () => cache.invalidate(),
-    onListening: () => cache.setLive(true),
-    onLost: () => {
-      cache.setLive(false);
-      logger.warn('lost the database connection that listens for API-key changes; the key cache is off until it is back');
-    },
-  });
+  // Each cache is served only while its change notifications are known to arrive (see db/notified-cache.ts).
+  const keepInStep = (channel: string, changes: string, name: string, cache: { setLive(live: boolean): void }, onNotify: (payload: string) => void) =>
+    database.listen(channel, {
+      onNotify,
+      onListening: () => cache.setLive(true),
+      onLost: () => {
+        cache.setLive(false);
+        logger.warn(`lost the database connection that listens for ${changes} changes; the ${name} cache is off until it is back`);
+      },
+    });
+  const keys = deps.apiKeyCache;
+  const stopListening = await keepInStep(API_KEY_CHANGES_CHANNEL, 'API-key', 'key', keys, () => keys.invalidate());
   const keyLists = deps.apiKeyListCache;
-  const stopListeningForKeyLists = await database.listen(API_KEY_LIST_CHANGES_CHANNEL, {
-    onNotify: (ownerId) => (ownerId ? keyLists.forget(ownerId) : keyLists.invalidate()),
-    onListening: () => keyLists.setLive(true),
-    onLost: () => {
-      keyLists.setLive(false);
-      logger.warn('lost the database connection that listens for API-key list changes; the key list cache is off until it is back');
-    },
-  });
-  const stopListeningForSessions = await database.listen(SESSION_CHANGES_CHANNEL, {
-    onNotify: (ownerId) => (ownerId ? sessionCache.forgetOwner(ownerId) : sessionCache.invalidate()),
-    onListening: () => sessionCache.setLive(true),
-    onLost: () => {
-      sessionCache.setLive(false);
-      logger.warn('lost the database connection that listens for session changes; the session cache is off until it is back');
-    },
-  });
+  const stopListeningForKeyLists = await keepInStep(API_KEY_LIST_CHANGES_CHANNEL, 'API-key list', 'key list', keyLists, (ownerId) =>
+    ownerId ? keyLists.forget(ownerId) : keyLists.invalidate(),
+  );
+  const stopListeningForSessions = await keepInStep(SESSION_CHANGES_CHANNEL, 'session', 'session', sessionCache, (ownerId) =>
+    ownerId ? sessionCache.forgetOwner(ownerId) : sessionCache.invalidate(),
+  );
   const sweepers: Array<ReturnType<typeof setInterval>> = [];
   securityEvents.start();
   // Not awaited: a large backlog must not delay start-up (close waits for a running prune).
