@@ -178,4 +178,36 @@ describe('notified cache', () => {
     await lookup('h2');
     expect(loads).toEqual(['h2']);
   });
+
+  it('forgetWhere drops the matching entries only and keeps any load in flight from being stored', async () => {
+    const { cache, loads, lookup } = setup(1_000, 10);
+    cache.setLive(true);
+    for (const id of ['h1', 'h2', 'h3']) await lookup(id);
+    let release!: () => void;
+    const slow = cache.lookup('h4', () => new Promise<Row>((resolve) => (release = () => resolve(key('k4')))));
+    cache.forgetWhere((row) => row.id === 'k2');
+    release();
+    await slow;
+    expect(cache.size).toBe(2);
+    for (const id of ['h1', 'h2', 'h3', 'h4']) await lookup(id);
+    expect(loads).toEqual(['h1', 'h2', 'h3', 'h2', 'h4']);
+  });
+
+  it('does not serve an entry that is no longer fresh', async () => {
+    let clock = 0;
+    const cache = createNotifiedCache<Row>({ ttlMs: 10_000, maxEntries: 10, now: () => clock, fresh: (row, now) => now < row.size });
+    cache.setLive(true);
+    let loadsCount = 0;
+    const load = async () => {
+      loadsCount++;
+      return key('k1', 100);
+    };
+    await cache.lookup('h1', load);
+    clock = 99;
+    await cache.lookup('h1', load);
+    expect(loadsCount).toBe(1);
+    clock = 100;
+    await cache.lookup('h1', load);
+    expect(loadsCount).toBe(2);
+  });
 });

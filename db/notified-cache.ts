@@ -10,12 +10,15 @@
  * - a load that started before its key was forgotten, or before the whole cache was, never stores its possibly
  *   stale answer (a busy owner's changes do not keep everyone else's loads from being stored);
  * - only what `storable` accepts is stored (by default anything but undefined: made-up keys cannot fill it);
- * - entries expire after `ttlMs` whatever happens, and the least recently used go first beyond `maxEntries`.
+ * - entries expire after `ttlMs` whatever happens (and are not served once `fresh` says so), and the least recently
+ *   used go first beyond `maxEntries`.
  */
 export interface NotifiedCache<V> {
   /** The cached value, or the loader's answer (stored when it is safe to). */
   lookup(key: string, load: () => Promise<V | undefined>): Promise<V | undefined>;
   forget(key: string): void;
+  /** Forgets every entry whose value matches, and keeps every load in flight from being stored (whose it is is unknown). */
+  forgetWhere(matches: (value: V) => boolean): void;
   invalidate(): void;
   /** false: notifications may be missed, so nothing is served or stored until true again. */
   setLive(live: boolean): void;
@@ -26,6 +29,8 @@ export interface NotifiedCacheOptions<V> {
   ttlMs: number;
   maxEntries: number;
   storable?: (value: V) => boolean;
+  /** Checked on every hit: false drops the entry and loads again (a session past its own expiry). */
+  fresh?: (value: V, now: number) => boolean;
   now?: () => number;
 }
 
@@ -34,6 +39,7 @@ const MAX_FORGOTTEN_IN_FLIGHT = 10_000;
 export function createNotifiedCache<V>(options: NotifiedCacheOptions<V>): NotifiedCache<V> {
   const now = options.now ?? Date.now;
   const storable = options.storable ?? (() => true);
+  const fresh = options.fresh ?? (() => true);
   const entries = new Map<string, { value: V; expiresAt: number }>();
   // Bumped when everything is forgotten: no load that started earlier stores its answer.
   let generation = 0;
@@ -54,7 +60,8 @@ export function createNotifiedCache<V>(options: NotifiedCacheOptions<V>): Notifi
     async lookup(key, load) {
       if (enabled()) {
         const entry = entries.get(key);
-        if (entry && entry.expiresAt > now()) {
+        const at = now();
+        if (entry && entry.expiresAt > at && fresh(entry.value, at)) {
           // Re-inserted so that Map order is least recently used first.
           entries.delete(key);
           entries.set(key, entry);
@@ -85,6 +92,11 @@ export function createNotifiedCache<V>(options: NotifiedCacheOptions<V>): Notifi
       if (inFlight === 0) return;
       forgottenAt.set(key, ++forgets);
       if (forgottenAt.size > MAX_FORGOTTEN_IN_FLIGHT) clear();
+    },
+    forgetWhere(matches) {
+      generation++;
+      forgottenAt.clear();
+      for (const [key, entry] of entries) if (matches(entry.value)) entries.delete(key);
     },
     invalidate: clear,
     setLive(value) {

@@ -84,10 +84,10 @@ describe('session cache', () => {
     expect(loads).toEqual(['s1', 's1', 's2', 's2']);
   });
 
-  it('a lookup that raced any invalidation does not store its answer', async () => {
+  it("a lookup that raced an owner's change (whoever's), its own session's or everything's does not store its answer", async () => {
     const { cache, loads } = setup();
     cache.setLive(true);
-    for (const invalidate of [() => cache.forgetOwner('someone-else'), () => cache.forgetSession('other'), () => cache.invalidate()]) {
+    for (const invalidate of [() => cache.forgetOwner('someone-else'), () => cache.forgetSession('s1'), () => cache.invalidate()]) {
       let release!: () => void;
       const gate = new Promise<void>((resolve) => (release = resolve));
       const racing = cache.lookup('s1', async () => {
@@ -101,6 +101,14 @@ describe('session cache', () => {
       expect(cache.size).toBe(0);
     }
     expect(loads).toEqual(['s1', 's1', 's1']);
+    // Another session's change cannot make this one's answer stale: it is stored.
+    const racing = cache.lookup('s1', async () => {
+      loads.push('s1');
+      cache.forgetSession('s2');
+      return session('s1', 'alice');
+    });
+    await racing;
+    expect(cache.size).toBe(1);
   });
 
   it('losing the notifications empties and suspends it until they are back', async () => {
