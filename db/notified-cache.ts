@@ -1,14 +1,16 @@
 /**
  * An in-memory cache of database reads that is kept right by change notifications (database.listen): the API-key
- * lookups and the owners' key lists use it.
+ * lookups, the owners' key lists and the owner sessions use it.
  *
  * Invariants (a change committed anywhere must show on the next read that follows its notification, and at once on
  * the instance that made it):
  * - entries are served only while the cache is live, i.e. while change notifications are known to arrive; a lost
  *   listening connection empties and suspends it until listening again;
- * - a notification (or the instance's own write, on commit) forgets the entry it names, or everything;
- * - a load that started before its key was forgotten, or before the whole cache was, never stores its possibly
- *   stale answer (a busy owner's changes do not keep everyone else's loads from being stored);
+ * - a notification (or the instance's own write, on commit) forgets the entry it names, the entries whose values
+ *   match (forgetWhere), or everything;
+ * - a load that started before its key was forgotten, or before a forgetWhere or the whole cache was forgotten, never
+ *   stores its possibly stale answer (a busy owner's changes to their own keys do not keep everyone else's loads from
+ *   being stored);
  * - only what `storable` accepts is stored (by default anything but undefined: made-up keys cannot fill it);
  * - entries expire after `ttlMs` whatever happens (and are not served once `fresh` says so), and the least recently
  *   used go first beyond `maxEntries`.
