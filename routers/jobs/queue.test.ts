@@ -350,11 +350,13 @@ describe(`job queue (${engine})`, () => {
       {
         long: async () => {
           calls++;
-          await sleep(1500);
+          await sleep(4000);
           finished = true;
         },
       },
-      { leaseMs: 300, pollIntervalMs: 20 },
+      // Renewed every 500 ms: a CI machine under load can stall a renewal by a few hundred ms (with 300 ms leases the
+      // worker's own poller once re-ran the job after such a stall), but not by a whole second.
+      { leaseMs: 1500, pollIntervalMs: 20 },
     );
     const id = await slow.enqueue('long', {});
     slow.notify();
