@@ -43,9 +43,13 @@ export const memoryInputSchema = z.object({
 
 const configFields = {
   name: z.string().trim().min(1).max(100),
-  temperature: numeric(z.number().min(0, 'must be between 0.0 and 2.0').max(2, 'must be between 0.0 and 2.0')).meta({
-    description: '0.0 factual to 2.0 very creative (a numeric string is accepted)',
-  }),
+  // Kept to two decimals, as it is read back: the column is a 4-byte real, where a tiny value such as 1e-320 is out
+  // of range (a database error) and 1e-40 silently becomes 0.
+  temperature: numeric(z.number().min(0, 'must be between 0.0 and 2.0').max(2, 'must be between 0.0 and 2.0'))
+    .transform((value) => Math.round(value * 100) / 100)
+    .meta({
+      description: '0.0 factual to 2.0 very creative (a numeric string is accepted)',
+    }),
   maxTokens: numeric(z.number().int('must be an integer').min(1).max(32_000)).meta({ description: 'Response length cap' }),
   chunkSize: z.number().int().min(100).max(8000).meta({ description: 'Characters per chunk' }),
   chunkOverlap: z.number().int().min(0).max(4000),

@@ -77,6 +77,26 @@ describe('knowledge-base configurations', () => {
     expect((await app.request('PATCH', `/api/v1/knowledge-base/configs/${configId}`, { token: a.token, body: { temperature: -0.1 } })).status).toBe(400);
   });
 
+  it('keeps temperature to two decimals, so a value too small for the column is 0, not a database error', async () => {
+    for (const [temperature, stored] of [
+      [1e-320, 0],
+      [5e-324, 0],
+      [1e-40, 0],
+      ['0.000000000000000000000000000000000000000000000000001', 0],
+      [0.005, 0.01],
+      [1.234, 1.23],
+    ] as const) {
+      const created = await app.request('POST', '/api/v1/knowledge-base/configs', { token: a.token, body: { name: 'tiny', temperature } });
+      expect(created.status, String(temperature)).toBe(201);
+      expect(created.body.data.config.temperature).toBe(stored);
+      const id = created.body.data.config.id;
+      const patched = await app.request('PATCH', `/api/v1/knowledge-base/configs/${id}`, { token: a.token, body: { temperature } });
+      expect(patched.status, String(temperature)).toBe(200);
+      expect((await app.request('GET', `/api/v1/knowledge-base/configs/${id}`, { token: a.token })).body.data.config.temperature).toBe(stored);
+      expect((await app.request('DELETE', `/api/v1/knowledge-base/configs/${id}`, { token: a.token })).status).toBe(200);
+    }
+  });
+
   it('another owner gets a 404 whose message says the configuration was not found', async () => {
     for (const [method, path, body] of [
       ['GET', `/api/v1/knowledge-base/configs/${configId}`],
