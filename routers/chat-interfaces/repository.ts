@@ -44,6 +44,23 @@ export function updateInterface(db: Kysely<DB>, ownerId: string, id: string, cha
     .executeTakeFirst();
 }
 
+/**
+ * The owner's interfaces that answered from a knowledge base being deleted go back to having none: `config_id` has no
+ * foreign key (it also holds legacy ids), so nothing else would clear it.
+ */
+export function detachConfig(db: Kysely<DB>, ownerId: string, configId: string): Promise<ChatInterfaceRecord[]> {
+  return (
+    db
+      .updateTable('chat_interfaces')
+      .set({ config_id: null, updated_at: new Date() })
+      .where('owner_id', '=', ownerId)
+      // Rows saved before ids were stored in their canonical form may hold one in capitals.
+      .where((eb) => eb(eb.fn('lower', ['config_id']), '=', configId))
+      .returning(columns)
+      .execute()
+  );
+}
+
 export async function deleteInterface(db: Kysely<DB>, ownerId: string, id: string) {
   const result = await db.deleteFrom('chat_interfaces').where('owner_id', '=', ownerId).where('id', '=', id).executeTakeFirst();
   return Number(result.numDeletedRows) > 0;

@@ -68,11 +68,15 @@ async function hostChanged(db: AppDeps['database']['db'], ownerId: string, id: s
 
 const conflict = () => new AppError('CONFLICT', 'Slug already in use', 'slug: choose another slug');
 
-/** configId must name one of the owner's knowledge bases. */
-async function checkConfig(db: AppDeps['database']['db'], ownerId: string, configId: string | null | undefined) {
-  if (!configId) return;
+/**
+ * configId must name one of the owner's knowledge bases (another owner's is as unknown as a missing one: 404, as the
+ * spec's error table says). Gives the id in its stored form, so that deleting the knowledge base finds the interface.
+ */
+async function ownedConfigId<T extends string | null | undefined>(db: AppDeps['database']['db'], ownerId: string, configId: T): Promise<T | string> {
+  if (!configId) return configId;
   const found = await findConfig(db, ownerId, lookupId(configId));
-  if (!found) throw new AppError('VALIDATION_FAILED', 'Invalid request parameters', 'configId: no knowledge base configuration with this id');
+  if (!found) throw new AppError('NOT_FOUND', 'Knowledge base configuration not found', 'configId: no knowledge base configuration with this id');
+  return found.id;
 }
 
 export const chatInterfacesRouter = router({
@@ -93,7 +97,7 @@ export const chatInterfacesRouter = router({
         tags,
         summary: 'Create a chat interface',
         protect: true,
-        errorResponses: { 409: 'The slug is taken' },
+        errorResponses: { 404: 'configId names no knowledge base of the caller', 409: 'The slug is taken' },
       },
       successStatus: 201,
     })
@@ -101,7 +105,7 @@ export const chatInterfacesRouter = router({
     .output(z.object({ chatInterface: chatInterfaceSchema, warnings: saveWarningsSchema }))
     .mutation(async ({ ctx, input }) => {
       const warning = await checkEndpoint(ctx.deps, input.endpointUrl);
-      await checkConfig(ctx.deps.database.db, ctx.owner.id, input.configId);
+      const configId = await ownedConfigId(ctx.deps.database.db, ctx.owner.id, input.configId);
       try {
         const row = await withEvents(
           ctx.deps,
@@ -111,7 +115,7 @@ export const chatInterfacesRouter = router({
               owner_id: ctx.owner.id,
               name: input.name,
               slug: input.slug ?? slugFrom(input.name),
-              config_id: input.configId ?? null,
+              config_id: configId ?? null,
               endpoint_url: input.endpointUrl ?? null,
               endpoint_type: input.endpointType ?? null,
               endpoint_api_key_enc: input.apiKey ? ctx.deps.secrets.seal(input.apiKey) : null,
@@ -156,11 +160,11 @@ export const chatInterfacesRouter = router({
     .mutation(async ({ ctx, input }) => {
       if (namesNothing(input.id)) throw notFound();
       const warning = await checkEndpoint(ctx.deps, input.endpointUrl);
-      await checkConfig(ctx.deps.database.db, ctx.owner.id, input.configId);
+      const configId = await ownedConfigId(ctx.deps.database.db, ctx.owner.id, input.configId);
       const changes = {
         name: input.name,
         slug: input.slug,
-        config_id: input.configId,
+        config_id: configId,
         endpoint_url: input.endpointUrl,
         endpoint_type: input.endpointType,
         endpoint_api_key_enc:

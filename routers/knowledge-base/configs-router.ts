@@ -9,6 +9,8 @@ import type { AppDeps } from '../context.ts';
 import { ownerProcedure, router } from '../trpc.ts';
 import { LOCAL_EMBEDDING_MODEL } from '../../adapters/outbound/embeddings/local-embedder.ts';
 import * as repo from './repository.ts';
+import { detachConfig } from '../chat-interfaces/repository.ts';
+import { toChatInterface } from '../chat-interfaces/router.ts';
 import { jsonb } from '../../db/json.ts';
 import { normaliseTools, toolSettingInput, TOOL_REGISTRY } from './tools-registry.ts';
 import { REEMBED_JOB } from './jobs.ts';
@@ -214,15 +216,21 @@ export const kbConfigsRouter = router({
     .output(deletedSchema)
     .mutation(async ({ ctx, input }) => {
       const config = await ownedConfig(ctx.deps, ctx.owner.id, input.id);
-      await withEvents(
+      const detached = await withEvents(
         ctx.deps,
         async (trx) => {
           await ctx.deps.jobs.cancel('documentId', await repo.listDocumentIds(trx, config.id), trx);
           await ctx.deps.jobs.cancel('configId', [config.id], trx);
           await repo.deleteConfig(trx, config.id);
+          return detachConfig(trx, ctx.owner.id, config.id);
         },
-        () => [webhookEvent(ctx.owner.id, 'knowledge_base.deleted', { id: config.id })],
+        (interfaces) => [
+          webhookEvent(ctx.owner.id, 'knowledge_base.deleted', { id: config.id }),
+          ...interfaces.map((row) => webhookEvent(ctx.owner.id, 'chat_interface.updated', toChatInterface(row))),
+        ],
       );
+      // A key's cached interface carries its configId.
+      if (detached.length > 0) ctx.deps.apiKeyCache.invalidate();
       await ctx.deps.blobs.deletePrefix(config.id);
       return { deleted: true as const, id: config.id };
     }),

@@ -145,6 +145,34 @@ describe('chat interfaces', () => {
     expect((await app.request('GET', '/api/v1/chat-interfaces/not-a-uuid', { token: a.token })).status).toBe(404);
   });
 
+  it("answers 404 for a configId that is not the caller's knowledge base, and stores its own in canonical form", async () => {
+    const config = async (token: string) =>
+      (await app.request('POST', '/api/v1/knowledge-base/configs', { token, body: { name: 'kb' } })).body.data.config.id as string;
+    const mine = await config(a.token);
+    const theirs = await config(b.token);
+    const own = (await create(a.token, { name: 'Own config', configId: mine.toUpperCase() })).body.data.chatInterface;
+    expect(own.configId).toBe(mine);
+    for (const configId of [theirs, '7d1c3a8e-95f1-4d8e-bb0e-4c61f2b0a9d3', 'not-an-id']) {
+      const created = await create(a.token, { name: 'Foreign config', configId });
+      expect(created.status, configId).toBe(404);
+      expect(created.body.error).toMatchObject({ code: 'NOT_FOUND', message: 'Knowledge base configuration not found' });
+      const patched = await app.request('PATCH', `/api/v1/chat-interfaces/${own.id}`, { token: a.token, body: { configId } });
+      expect(patched.status, configId).toBe(404);
+      expect(patched.body.error.message).toBe('Knowledge base configuration not found');
+    }
+    expect((await app.request('GET', `/api/v1/chat-interfaces/${own.id}`, { token: a.token })).body.data.chatInterface.configId).toBe(mine);
+  });
+
+  it('deleting a knowledge base detaches it from the interfaces that answered from it', async () => {
+    const kb = (await app.request('POST', '/api/v1/knowledge-base/configs', { token: a.token, body: { name: 'doomed' } })).body.data.config.id;
+    const other = (await app.request('POST', '/api/v1/knowledge-base/configs', { token: a.token, body: { name: 'kept' } })).body.data.config.id;
+    const attached = (await create(a.token, { name: 'Attached', configId: kb })).body.data.chatInterface.id;
+    const elsewhere = (await create(a.token, { name: 'Elsewhere', configId: other })).body.data.chatInterface.id;
+    expect((await app.request('DELETE', `/api/v1/knowledge-base/configs/${kb}`, { token: a.token })).status).toBe(200);
+    expect((await app.request('GET', `/api/v1/chat-interfaces/${attached}`, { token: a.token })).body.data.chatInterface.configId).toBeNull();
+    expect((await app.request('GET', `/api/v1/chat-interfaces/${elsewhere}`, { token: a.token })).body.data.chatInterface.configId).toBe(other);
+  });
+
   it('uploads an avatar: resized to 256x256 WebP with EXIF stripped, served publicly', async () => {
     const ci = (await create(a.token, { name: 'With avatar' })).body.data.chatInterface;
     const photo = await sharp({ create: { width: 800, height: 600, channels: 3, background: '#3366cc' } })
