@@ -171,6 +171,28 @@ describe('typed tRPC client over /trpc', () => {
     expect(error.data).not.toHaveProperty('stack');
   });
 
+  it('a body that is not valid UTF-8 is refused (PARSE_ERROR, 400), not stored with replacement characters', async () => {
+    const body = Buffer.concat([Buffer.from('{"name":"bad'), Buffer.from([0xff, 0xfe]), Buffer.from('name"}')]);
+    const refused = await app.request('POST', '/trpc/chatInterfaces.create', {
+      token: a.token,
+      rawBody: body,
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.data).toMatchObject({ code: 'PARSE_ERROR', httpStatus: 400, appCode: 'MALFORMED_JSON' });
+    expect(refused.text).not.toContain('\ufffd');
+    const names = (await clientA.chatInterfaces.list.query()).chatInterfaces.map((c) => c.name);
+    expect(names.some((name) => name.startsWith('bad'))).toBe(false);
+    // Valid UTF-8 beyond ASCII goes through as sent.
+    const accepted = await app.request('POST', '/trpc/chatInterfaces.create', { token: a.token, body: { name: 'café ☕ 𝄞' } });
+    expect(accepted.status).toBe(200);
+    expect(accepted.body.result.data.chatInterface.name).toBe('café ☕ 𝄞');
+    // The body cap still holds.
+    const huge = await app.request('POST', '/trpc/chatInterfaces.create', { token: a.token, body: { name: 'x'.repeat(2 * 1024 * 1024) } });
+    expect(huge.status).toBe(413);
+    expect(huge.body.error.data).toMatchObject({ httpStatus: 413, appCode: 'PAYLOAD_TOO_LARGE' });
+  });
+
   it('no token -> 401', async () => {
     const anonymous = makeClient(app);
     const error = await expectClientError(anonymous.auth.me.query());

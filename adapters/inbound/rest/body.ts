@@ -16,16 +16,24 @@ export async function readJsonBody(req: IncomingMessage, limitBytes: number): Pr
   if (type !== 'application/json' && !type.endsWith('+json')) {
     throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported content type', 'Send Content-Type: application/json');
   }
-  let text: string;
-  try {
-    text = utf8.decode(raw);
-  } catch {
-    throw new AppError('MALFORMED_JSON', 'Malformed JSON body', 'The body is not valid UTF-8');
-  }
+  const text = jsonText(raw);
   try {
     return JSON.parse(text);
   } catch (error) {
     throw new AppError('MALFORMED_JSON', 'Malformed JSON body', (error as Error).message);
+  }
+}
+
+/** A JSON body's text, for an adapter that parses it itself (tRPC): the same cap and the same refusal of invalid UTF-8. */
+export async function readJsonText(req: IncomingMessage, limitBytes: number): Promise<string> {
+  return jsonText(await readBodyBytes(req, limitBytes));
+}
+
+function jsonText(raw: Buffer): string {
+  try {
+    return utf8.decode(raw);
+  } catch {
+    throw new AppError('MALFORMED_JSON', 'Malformed JSON body', 'The body is not valid UTF-8');
   }
 }
 

@@ -6,6 +6,7 @@ import type { Context } from '../../../routers/context.ts';
 import type { ErrorCode } from '../../../schema/errors.ts';
 import { toClientError } from '../client-error.ts';
 import { HTTP_STATUS } from '../http-status.ts';
+import { readJsonText } from '../rest/body.ts';
 
 const TRPC_CODE: Record<ErrorCode, TRPC_ERROR_CODE_KEY> = {
   BAD_REQUEST: 'BAD_REQUEST',
@@ -61,6 +62,15 @@ export function createTrpcHandler(appRouter: AnyRouter, maxBodyBytes: number) {
       path: url.pathname.slice('/trpc/'.length),
       maxBodySize: maxBodyBytes,
       maxBatchSize: MAX_BATCH_SIZE,
+      // The body is read here rather than by tRPC, whose decoding replaces invalid UTF-8 with U+FFFD: it would be
+      // stored so. tRPC takes a body handed over as text as it is; a refusal becomes a tRPC error like any other.
+      middleware: (request, _response, next) => {
+        if (request.method === 'GET' || request.method === 'HEAD') return next();
+        readJsonText(request, maxBodyBytes).then((text) => {
+          (request as IncomingMessage & { body?: string }).body = text;
+          next();
+        }, next);
+      },
       createContext: () => ctx,
       responseMeta({ errors }) {
         const statuses = errors.map((e) => HTTP_STATUS[toClientError(e).appError.code]);
