@@ -46,7 +46,22 @@ const CLIENT_ERRORS: Record<string, AppError> = {
  * too large, a timeout) never reaches our dispatch: answer it with the same error envelope instead of Node's
  * bare `400 Bad Request`, then close, since the rest of the stream cannot be trusted.
  */
+/**
+ * After an error answer the client may still be sending what was refused (the rest of oversized headers). Closing
+ * with unread bytes makes the kernel reset the connection, and a client that writes everything before reading (curl)
+ * then loses our answer. So the socket is half-closed and what arrives is read and discarded (Node's parser keeps
+ * consuming it, failing again on each chunk) until the client closes, within a budget of bytes and time.
+ */
+const ANSWERED_LINGER_MS = 5_000;
+const ANSWERED_LINGER_BYTES = 1024 * 1024;
+const answeredAt = new WeakMap<Socket, number>();
+
 function answerClientError(error: NodeJS.ErrnoException, socket: Socket) {
+  const answeredBytes = answeredAt.get(socket);
+  if (answeredBytes !== undefined) {
+    if (socket.bytesRead - answeredBytes > ANSWERED_LINGER_BYTES) socket.destroy();
+    return;
+  }
   // A response already under way on this socket cannot be followed by another one. One not yet begun (the request's
   // body was malformed or never ended while the handler read it) gives way to this answer, as Node's own does; the
   // handler's later reply then goes nowhere, since the socket is gone.
@@ -59,13 +74,22 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket) {
   const appError = CLIENT_ERRORS[error.code ?? ''] ?? new AppError('BAD_REQUEST', 'Malformed HTTP request', 'The request could not be parsed as HTTP/1.1');
   const status = HTTP_STATUS[appError.code];
   const body = JSON.stringify(errorBody(appError));
-  // With a clientError listener Node no longer destroys the socket: a half-closed one would be kept, and a client
-  // that went on sending could still have a request parsed. Destroy it once the answer is flushed.
-  socket.end(
+  const answer =
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    () => socket.destroy(),
-  );
+    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+  // With a clientError listener Node no longer destroys the socket. After a parse error (HPE_*) the parser stays in
+  // its error state, so nothing more is parsed while the socket lingers until the client closes or the budget runs
+  // out. After a timeout the parser would go on and run a request that arrives late: destroy once the answer is out.
+  if (!error.code?.startsWith('HPE_')) {
+    socket.end(answer, () => socket.destroy());
+    return;
+  }
+  answeredAt.set(socket, socket.bytesRead);
+  const timer = setTimeout(() => socket.destroy(), ANSWERED_LINGER_MS);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
+  socket.once('end', () => socket.destroy());
+  socket.end(answer);
 }
 
 /**

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { request as httpsRequest } from 'node:https';
+import { connect as netConnect } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { multipartBody, startTestApp, type TestApp, type TestResponse } from '../helpers/test-app.ts';
@@ -140,6 +141,61 @@ describe('truncated and aborted bodies never end the process', () => {
     const huge = await rawExchange(Buffer.from(`GET /api/v1/health/hosting HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`));
     expect(huge).toMatch(/^HTTP\/1\.1 431 /);
     expect(JSON.parse(huge.slice(huge.indexOf('\r\n\r\n') + 4)).error.code).toBe('HEADERS_TOO_LARGE');
+  });
+
+  it('headers far over the limit still get the 431 envelope, over TLS and plain HTTP, not a connection reset', async () => {
+    // The client writes everything before reading, as curl does: the server must not close with unread bytes.
+    const plainExchange = (bytes: Buffer) =>
+      new Promise<string>((resolve) => {
+        const url = new URL(app.url);
+        const socket = netConnect({ host: url.hostname, port: Number(url.port) }, () => socket.write(bytes));
+        const chunks: Buffer[] = [];
+        socket.on('data', (c: Buffer) => chunks.push(c));
+        socket.on('error', () => {});
+        socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+        setTimeout(() => socket.destroy(), 10_000);
+      });
+    for (const size of [60_000, 300_000]) {
+      const head = Buffer.from(`GET /api/v1/health/hosting?x=${'a'.repeat(size)} HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(size)}\r\n\r\n`);
+      for (let attempt = 0; attempt < 3; attempt++) {
+        for (const [transport, exchange] of [
+          ['tls', rawExchange],
+          ['plain', plainExchange],
+        ] as const) {
+          const raw = await exchange(head);
+          expect(raw, `${transport} ${size}`).toMatch(/^HTTP\/1\.1 431 /);
+          expect(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)).error.code).toBe('HEADERS_TOO_LARGE');
+        }
+      }
+    }
+    expect((await health()).status).toBe(200);
+  });
+
+  it('while a refused connection lingers, a request sent after the error is never run', async () => {
+    const url = new URL(app.url);
+    const late = `{"name":"after-the-error"}`;
+    const raw = await new Promise<string>((resolve) => {
+      const socket = tlsConnect({ host: url.hostname, port: Number(url.port), rejectUnauthorized: false }, () => {
+        socket.write('GARBAGE / HTTP/1.1\r\nHost: x\r\n\r\n');
+        setTimeout(() => {
+          const head = requestHead('POST', '/api/v1/chat-interfaces', {
+            Authorization: `Bearer ${a.token}`,
+            'Content-Type': 'application/json',
+            'Content-Length': late.length,
+          });
+          socket.write(`${head}${late}`);
+        }, 200);
+      });
+      const chunks: Buffer[] = [];
+      socket.on('data', (c: Buffer) => chunks.push(c));
+      socket.on('error', () => {});
+      socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+      setTimeout(() => socket.destroy(), 10_000);
+    });
+    expect(raw).toMatch(/^HTTP\/1\.1 400 /);
+    expect(raw.match(/HTTP\/1\.1 /g)).toHaveLength(1);
+    const names = (await app.request('GET', '/api/v1/chat-interfaces', { token: a.token })).body.data.chatInterfaces.map((c: { name: string }) => c.name);
+    expect(names).not.toContain('after-the-error');
   });
 
   it('a JSON body that is not UTF-8 is a 400, not silently rewritten', async () => {
