@@ -102,7 +102,8 @@ export interface JobQueue {
   drain(handlers?: Record<string, JobHandler>, options?: { onlyHandledKinds?: boolean }): Promise<void>;
   /** Wake the poller now (called after enqueue in the same process so work starts without waiting for the poll interval). */
   notify(): void;
-  stats(): Promise<{ queued: number; running: number; dead: number; oldestQueuedAgeSeconds: number | null }>;
+  /** The queue's counts; with `scope`, only the jobs whose payload field `field` is one of `values` (an owner's). */
+  stats(scope?: { field: string; values: string[] }): Promise<{ queued: number; running: number; dead: number; oldestQueuedAgeSeconds: number | null }>;
   /**
    * Removes the queued and running jobs whose payload field `field` is one of `values` (their subject was deleted);
    * pass a transaction as `db` to do it with that deletion.
@@ -598,8 +599,8 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
       if (loopPromise) wake();
     },
 
-    async stats() {
-      const row = await repo.jobStats(db);
+    async stats(scope) {
+      const row = await repo.jobStats(db, scope);
       return {
         queued: Number(row?.queued ?? 0),
         running: Number(row?.running ?? 0),

@@ -189,14 +189,16 @@ export async function deleteActiveJobsByPayload(db: Executor, field: string, val
  */
 export const jobPayloadNames = (field: string, rowId: RawBuilder<unknown>) => sql`j.payload->>${sql.lit(field)} = ${rowId}`;
 
-export async function jobStats(db: Kysely<DB>) {
+/** Counts of the active and dead jobs; with `scope`, only those whose payload field names one of its values. */
+export async function jobStats(db: Kysely<DB>, scope?: { field: string; values: string[] }) {
   const { rows } = await sql<{ queued: number; running: number; dead: number; oldest: number | null }>`
         select count(*) filter (where status = 'queued')::int as queued,
                count(*) filter (where status = 'running')::int as running,
                count(*) filter (where status = 'dead')::int as dead,
                extract(epoch from now() - min(run_at) filter (where status = 'queued' and run_at <= now()))::float8 as oldest
           from jobs
-         where status in ('queued', 'running', 'dead')`.execute(db);
+         where status in ('queued', 'running', 'dead')
+           ${scope ? sql`and payload->>${scope.field} = any(${scope.values}::text[])` : sql``}`.execute(db);
   return rows[0];
 }
 

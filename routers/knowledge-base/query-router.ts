@@ -171,7 +171,11 @@ export const kbQueryRouter = router({
         return [...map.values()];
       };
       const parser = await runParserSelfTest(ctx.deps.documentPool.extract);
-      const queue = database.status === 'up' ? await deps.jobs.stats() : { queued: 0, running: 0, dead: 0, oldestQueuedAgeSeconds: null };
+      // The caller's own ingestion and re-embedding jobs: the whole queue's depth would tell one owner about others' work.
+      const queue =
+        database.status === 'up'
+          ? await deps.jobs.stats({ field: 'configId', values: configs.map((c) => c.id) })
+          : { queued: 0, running: 0, dead: 0, oldestQueuedAgeSeconds: null };
       const parserOk = parser.every((p) => p.ok);
       return {
         status: database.status === 'up' && parserOk ? ('ok' as const) : ('degraded' as const),

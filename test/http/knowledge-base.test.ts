@@ -342,6 +342,20 @@ describe('query, stream, collections', () => {
     expect(health.body.data).toMatchObject({ status: 'ok', database: { status: 'up' }, parser: { status: 'ok' } });
     expect(health.body.data.vectorSearch.mode).toBe('exact');
     expect(health.body.data.queue).toMatchObject({ queued: expect.any(Number), dead: expect.any(Number) });
+    // The queue counts only the caller's own jobs: another owner's, or other kinds of work, are not shown.
+    const later = { runAt: new Date(Date.now() + 3_600_000) };
+    const queued = async (token: string) => (await app.request('GET', '/api/v1/knowledge-base/health', { token })).body.data.queue.queued as number;
+    const [beforeA, beforeB] = [await queued(a.token), await queued(b.token)];
+    const otherConfig = (await app.request('POST', '/api/v1/knowledge-base/configs', { token: b.token, body: { name: 'b kb' } })).body.data.config.id;
+    const jobIds = [
+      await app.deps.jobs.enqueue('kb.reembed', { configId: otherConfig, version: 99 }, later),
+      await app.deps.jobs.enqueue('mail.test-only-kind', { to: 'x@example.com' }, later),
+      await app.deps.jobs.enqueue('kb.reembed', { configId, version: 99 }, later),
+    ];
+    expect(await queued(a.token)).toBe(beforeA + 1);
+    expect(await queued(b.token)).toBe(beforeB + 1);
+    await app.deps.jobs.cancel('configId', [otherConfig, configId]);
+    await app.deps.database.db.deleteFrom('jobs').where('id', 'in', jobIds).execute();
     const parser = await app.request('POST', '/api/v1/knowledge-base/test-parser', { token: a.token });
     expect(parser.body.data).toMatchObject({ mode: 'built-in', ok: true });
     expect(parser.body.data.results.map((r: { kind: string }) => r.kind).sort()).toEqual(['docx', 'md', 'pdf', 'txt']);
