@@ -161,13 +161,14 @@ describe('typed tRPC client over /trpc', () => {
     expect((await clientB.apiKeys.list.query()).apiKeys).toEqual([]);
   });
 
-  it('validation error (name: "") -> BAD_REQUEST, 400, appCode null', async () => {
+  it('validation error (name: "") -> BAD_REQUEST, 400, VALIDATION_FAILED naming the field as REST does', async () => {
     const error = await expectClientError(clientA.chatInterfaces.create.mutate({ name: '' }));
     expect(error.data?.code).toBe('BAD_REQUEST');
     expect(error.data?.httpStatus).toBe(400);
     expect((error.meta?.response as Response | undefined)?.status).toBe(400);
-    // Zod failures are not AppErrors, so the formatter gives no appCode.
-    expect(error.data?.appCode).toBeNull();
+    expect(error.data?.appCode).toBe('VALIDATION_FAILED');
+    expect(error.message).toBe('Invalid request parameters');
+    expect(error.data?.details).toMatch(/^name: /);
     expect(error.data).not.toHaveProperty('stack');
   });
 

@@ -34,7 +34,8 @@ const TRPC_CODE: Record<ErrorCode, TRPC_ERROR_CODE_KEY> = {
 /**
  * An AppError thrown in a procedure reaches tRPC wrapped in an INTERNAL_SERVER_ERROR, so the default
  * error shape says `code: INTERNAL_SERVER_ERROR, httpStatus: 500` even though the response is a 404.
- * On the wire the shape's code and httpStatus follow the same mapping as the HTTP status.
+ * On the wire the shape's code and httpStatus follow the same mapping as the HTTP status, and every error the
+ * client may see (tRPC's own and the input validation's included) carries its AppError code and details.
  */
 function withWireErrorCodes(router: AnyRouter): AnyRouter {
   const config = router._def._config;
@@ -43,7 +44,14 @@ function withWireErrorCodes(router: AnyRouter): AnyRouter {
     const { appError, unexpected } = toClientError(opts.error);
     if (unexpected) return shape;
     const code = TRPC_CODE[appError.code];
-    return { ...shape, code: TRPC_ERROR_CODES_BY_KEY[code], data: { ...shape.data, code, httpStatus: HTTP_STATUS[appError.code] } };
+    // The same code, message and details as REST's envelope: an input error names its fields instead of carrying the
+    // validation library's raw issue list as its message.
+    return {
+      ...shape,
+      code: TRPC_ERROR_CODES_BY_KEY[code],
+      message: appError.message,
+      data: { ...shape.data, code, httpStatus: HTTP_STATUS[appError.code], appCode: appError.code, details: appError.details ?? null },
+    };
   };
   return { ...router, _def: { ...router._def, _config: { ...config, errorFormatter } } } as AnyRouter;
 }
