@@ -152,13 +152,13 @@ export const bookingsRouter = router({
         tags,
         summary: 'Your bookings by start time, filtered by interface, status and time range',
         protect: true,
+        errorResponses: { 404: 'chatInterfaceId names no chat interface of yours' },
       },
     })
     .input(listBookingsInput)
     .output(z.object({ bookings: z.array(bookingSchema), total: z.number().int(), limit: z.number().int(), offset: z.number().int() }))
     .query(async ({ ctx, input }) => {
-      if (input.chatInterfaceId !== undefined && namesNothing(input.chatInterfaceId))
-        return { bookings: [], total: 0, limit: input.limit, offset: input.offset };
+      if (input.chatInterfaceId !== undefined) await ownedInterfaceId(ctx, input.chatInterfaceId);
       const { rows, total } = await repo.listBookings(ctx.deps.database.db, ctx.owner.id, {
         chatInterfaceId: input.chatInterfaceId,
         status: input.status,

@@ -188,6 +188,7 @@ export const chatInterfacesRouter = router({
           (updated) => (updated ? [webhookEvent(ctx.owner.id, 'chat_interface.updated', toChatInterface(updated))] : []),
         );
         ctx.deps.apiKeyCache.invalidate();
+        ctx.deps.domainRoutes.forgetInterface(input.id);
         if (!row) throw notFound();
         return withWarnings({ chatInterface: toChatInterface(row) }, [warning]);
       } catch (error) {
@@ -207,6 +208,7 @@ export const chatInterfacesRouter = router({
         (done) => (done ? [webhookEvent(ctx.owner.id, 'chat_interface.deleted', { id: input.id })] : []),
       );
       ctx.deps.apiKeyCache.invalidate();
+      ctx.deps.domainRoutes.forgetInterface(input.id);
       // Its keys went with it (a cascade).
       ctx.deps.apiKeyListCache.forget(ctx.owner.id);
       if (!deleted) throw notFound();

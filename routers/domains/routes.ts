@@ -11,34 +11,48 @@ export interface DomainRoute {
 /**
  * Active domain -> public interface, kept per instance for a few seconds: edge proxies ask route-public before
  * every certificate and the listener asks on every request to a custom host. Changes made through this instance
- * drop their entry at once; other instances see them within the TTL. Misses are cached too (a scanner trying
- * random hostnames costs one query per hostname per TTL).
+ * drop their entries at once (a domain's by hostname, a chat interface's by its id); other instances see them
+ * within the TTL. Misses are cached too (a scanner trying random hostnames costs one query per hostname per TTL).
  */
 export function createDomainRouteCache(options: { ttlMs: number; maxEntries: number }) {
-  const entries = new Map<string, { route: DomainRoute | null; expires: number }>();
+  // chatInterfaceId is the interface the domain leads to, kept for misses too (an active domain of a private
+  // interface), so that making the interface public finds the entry to drop.
+  const entries = new Map<string, { route: DomainRoute | null; chatInterfaceId: string | null; expires: number }>();
+  // Counts forgets: a lookup that started before one does not store its answer, which may predate the change.
+  let forgets = 0;
   return {
     async lookup(db: Kysely<DB>, hostname: string): Promise<DomainRoute | null> {
       const now = Date.now();
       const hit = entries.get(hostname);
       if (hit && hit.expires > now) return hit.route;
-      const route = await findActiveRoute(db, hostname);
+      const forgetsAtStart = forgets;
+      const { route, chatInterfaceId } = await findActiveRoute(db, hostname);
+      if (forgets !== forgetsAtStart) return route;
       if (entries.size >= options.maxEntries) entries.delete(entries.keys().next().value as string);
-      entries.set(hostname, { route, expires: now + options.ttlMs });
+      entries.set(hostname, { route, chatInterfaceId, expires: now + options.ttlMs });
       return route;
     },
     forget(hostname: string) {
+      forgets++;
       entries.delete(hostname);
+    },
+    /** After a chat interface changed or was deleted (public flag, slug, name, origins): drops the hostnames that lead to it. */
+    forgetInterface(chatInterfaceId: string) {
+      forgets++;
+      for (const [hostname, entry] of entries) if (entry.chatInterfaceId === chatInterfaceId) entries.delete(hostname);
     },
   };
 }
 
 export type DomainRouteCache = ReturnType<typeof createDomainRouteCache>;
 
-async function findActiveRoute(db: Kysely<DB>, hostname: string): Promise<DomainRoute | null> {
+async function findActiveRoute(db: Kysely<DB>, hostname: string): Promise<{ route: DomainRoute | null; chatInterfaceId: string | null }> {
   const claim = await repo.findClaim(db, hostname);
-  if (!claim || claim.status !== 'active' || !claim.chat_interface_id) return null;
-  const iface = await findPublicInterfaceById(db, claim.chat_interface_id);
-  return iface ? { hostname, chatInterface: { id: iface.id, slug: iface.slug, name: iface.name, allowedOrigins: iface.allowed_origins } } : null;
+  const chatInterfaceId = claim?.chat_interface_id ?? null;
+  if (claim?.status !== 'active' || !chatInterfaceId) return { route: null, chatInterfaceId };
+  const iface = await findPublicInterfaceById(db, chatInterfaceId);
+  const route = iface ? { hostname, chatInterface: { id: iface.id, slug: iface.slug, name: iface.name, allowedOrigins: iface.allowed_origins } } : null;
+  return { route, chatInterfaceId };
 }
 
 /** A Host the listener does not know as its own: an active domain's route, a known domain that is not serving, or nothing. */

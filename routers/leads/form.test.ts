@@ -54,4 +54,27 @@ describe('validateLeadFields', () => {
       expect(error.details).toBe(details);
     }
   });
+
+  it('reads only submitted values: fields named after Object.prototype members are missing when not sent', () => {
+    const prototypeNames = {
+      ...form,
+      config: {
+        fields: [
+          { name: 'email', label: 'Email', type: 'email', required: true },
+          { name: 'constructor', label: 'Company', type: 'text', required: false },
+          { name: 'toString', label: 'Role', type: 'text', required: false },
+          { name: 'hasOwnProperty', label: 'Team', type: 'text', required: false },
+          { name: 'valueOf', label: 'Budget', type: 'text', required: true },
+        ],
+      },
+    };
+    expect(refusal(() => validateLeadFields([prototypeNames], { email: 'ada@example.com' })).details).toBe('fields.valueOf: required');
+    expect(validateLeadFields([prototypeNames], { email: 'ada@example.com', valueOf: '10k' })).toEqual({ email: 'ada@example.com', valueOf: '10k' });
+    expect(validateLeadFields([prototypeNames], { email: 'ada@example.com', constructor: 'ACME', hasOwnProperty: 'Ops', valueOf: '10k' })).toEqual({
+      email: 'ada@example.com',
+      constructor: 'ACME',
+      hasOwnProperty: 'Ops',
+      valueOf: '10k',
+    });
+  });
 });

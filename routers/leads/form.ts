@@ -16,6 +16,12 @@ const SHORT_FIELD_MAX = 200;
 const invalid = (details: string) => new AppError('VALIDATION_FAILED', 'Invalid request parameters', details);
 
 /**
+ * The submitted value of a field, own properties only: owners may name a field after an Object.prototype member
+ * (constructor, toString, valueOf), and a plain lookup of one the visitor left out finds the inherited function.
+ */
+const submittedValue = (submitted: Record<string, string>, name: string) => (Object.hasOwn(submitted, name) ? submitted[name] : undefined);
+
+/**
  * Checks a submitted lead against the lead-capture form the owner configured (the same formConfig the widget
  * rendered): only the form's fields, required ones present, e-mail and phone values well-formed. Returns the
  * values to store, in the form's field order, empty optional fields left out.
@@ -28,7 +34,7 @@ export function validateLeadFields(tools: readonly KbToolSetting[], submitted: R
   for (const name of Object.keys(submitted)) if (!known.has(name)) throw invalid(`fields.${name}: not a field of this form`);
   const values: Record<string, string> = {};
   for (const field of fields) {
-    const value = (submitted[field.name] ?? '').trim();
+    const value = (submittedValue(submitted, field.name) ?? '').trim();
     if (value === '') {
       if (field.required) throw invalid(`fields.${field.name}: required`);
       continue;

@@ -4,6 +4,7 @@ import { AppError } from '../../schema/errors.ts';
 import { leadSchema, leadSubmitInput } from '../../schema/visitors.ts';
 import { ownerProcedure, router, visitorProcedure } from '../trpc.ts';
 import * as chatRepo from '../chat/repository.ts';
+import { findOwnedInterface } from '../chat-interfaces/repository.ts';
 import { findConfig } from '../knowledge-base/repository.ts';
 import { decodeCursor, encodeCursor } from '../pagination.ts';
 import { visitorInterface } from '../visitors/access.ts';
@@ -61,7 +62,14 @@ export const leadsRouter = router({
 
   list: ownerProcedure
     .meta({
-      openapi: { method: 'GET', path: '/api/v1/leads', tags, summary: 'Leads left by visitors of your interfaces, newest first, paginated', protect: true },
+      openapi: {
+        method: 'GET',
+        path: '/api/v1/leads',
+        tags,
+        summary: 'Leads left by visitors of your interfaces, newest first, paginated',
+        protect: true,
+        errorResponses: { 404: 'chatInterfaceId names no chat interface of yours' },
+      },
     })
     .input(
       z.object({
@@ -72,7 +80,10 @@ export const leadsRouter = router({
     )
     .output(z.object({ leads: z.array(leadSchema), nextCursor: z.string().nullable(), hasMore: z.boolean() }))
     .query(async ({ ctx, input }) => {
-      if (input.chatInterfaceId !== undefined && namesNothing(input.chatInterfaceId)) return { leads: [], nextCursor: null, hasMore: false };
+      if (input.chatInterfaceId !== undefined) {
+        const owned = !namesNothing(input.chatInterfaceId) && (await findOwnedInterface(ctx.deps.database.db, ctx.owner.id, input.chatInterfaceId));
+        if (!owned) throw new AppError('NOT_FOUND', 'Chat interface not found');
+      }
       const after = input.cursor ? decodeCursor(input.cursor) : undefined;
       const rows = await repo.listLeads(ctx.deps.database.db, ctx.owner.id, { limit: input.limit, chatInterfaceId: input.chatInterfaceId, after });
       const page = rows.slice(0, input.limit).map(repo.toLead);

@@ -91,6 +91,11 @@ async function ownedAccount(ctx: Context & { owner: { id: string } }, id: string
   return row;
 }
 
+async function ownedConfigId(ctx: Context & { owner: { id: string } }, id: string) {
+  if (namesNothing(id) || !(await findConfig(ctx.deps.database.db, ctx.owner.id, id))) throw new AppError('NOT_FOUND', 'Knowledge base not found');
+  return id;
+}
+
 const statusSchema = z.object({
   slug: z.string(),
   url: z.string().nullable(),
@@ -407,12 +412,13 @@ export const toolhubRouter = router({
         tags,
         summary: 'Which connected-account tools each knowledge base’s model may call (addition)',
         protect: true,
+        errorResponses: { 404: 'configId names no knowledge base of yours' },
       },
     })
     .input(z.object({ configId: idParam.optional().meta({ description: 'Only this knowledge base' }) }))
     .output(z.object({ tools: z.array(enabledToolSchema) }))
     .query(async ({ ctx, input }) => {
-      if (input.configId !== undefined && namesNothing(input.configId)) return { tools: [] };
+      if (input.configId !== undefined) await ownedConfigId(ctx, input.configId);
       const rows = await repo.listEnabledTools(ctx.deps.database.db, ctx.owner.id, input.configId);
       return {
         tools: rows.map((r) => ({
@@ -447,7 +453,7 @@ export const toolhubRouter = router({
     .output(z.object({ tools: z.array(enabledToolSchema) }))
     .mutation(async ({ ctx, input }) => {
       const db = ctx.deps.database.db;
-      if (namesNothing(input.configId) || !(await findConfig(db, ctx.owner.id, input.configId))) throw new AppError('NOT_FOUND', 'Knowledge base not found');
+      await ownedConfigId(ctx, input.configId);
       for (const [index, entry] of input.tools.entries()) {
         const account = namesNothing(entry.accountId) ? undefined : await repo.findAccount(db, ctx.owner.id, entry.accountId);
         if (!account) throw new AppError('VALIDATION_FAILED', 'Invalid request parameters', `tools.${index}.accountId: no account of yours has this id`);

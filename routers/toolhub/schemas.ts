@@ -79,4 +79,6 @@ export function checkSettings(toolkit: Toolkit, settings: Record<string, unknown
     const issue = validate.errors?.[0];
     throw invalid(`settings${issue?.instancePath.replaceAll('/', '.') ?? ''}: ${issue?.message ?? 'does not match the toolkit’s settings'}`);
   }
+  const problem = toolkit.settingsProblem?.(settings);
+  if (problem !== undefined) throw invalid(problem);
 }

@@ -55,6 +55,8 @@ export interface Toolkit {
   apiBaseUrl: string;
   /** JSON Schema of per-account settings (empty object schema when none). */
   settingsSchema: JsonSchema;
+  /** What the settings schema cannot say (checked after it): the 400's details, naming the setting, or undefined when fine. */
+  settingsProblem?(settings: Record<string, unknown>): string | undefined;
   tools: ToolDefinition[];
   /** A cheap authenticated call proving the credential works (before storing an API key, on activate). */
   checkCredential(ctx: ToolContext): Promise<{ ok: true; identity?: string } | { ok: false; reason: string }>;

@@ -338,6 +338,18 @@ describe('listing', () => {
     expect((await app.request('GET', '/api/v1/bookings?status=maybe', { token: a.token })).status).toBe(400);
     expect((await app.request('GET', '/api/v1/bookings')).status).toBe(401);
   });
+
+  it('a chatInterfaceId filter naming no interface of the caller (another owner’s, unknown, malformed) is a 404, as for a missing interface', async () => {
+    for (const id of [iface.id, '7a1b2c3d-0000-4000-8000-000000000000', 'not-an-id']) {
+      const res = await app.request('GET', `/api/v1/bookings?chatInterfaceId=${id}`, { token: b.token });
+      expect(res.status, id).toBe(404);
+      expect(res.body.error.message).toBe('Chat interface not found');
+    }
+    const own = await app.request('POST', '/api/v1/chat-interfaces', { token: b.token, body: { name: 'B desk' } });
+    const mine = await app.request('GET', `/api/v1/bookings?chatInterfaceId=${own.body.data.chatInterface.id}`, { token: b.token });
+    expect(mine.status, mine.text).toBe(200);
+    expect(mine.body.data).toMatchObject({ bookings: [], total: 0 });
+  });
 });
 
 describe('booking from the chat', () => {

@@ -179,6 +179,41 @@ describe.skipIf(!dnsServerRunnable)('custom domains', () => {
     expect((await types()).sort()).toEqual(['domain.activated', 'domain.activated', 'domain.deactivated', 'domain.verified']);
   });
 
+  it('a change to the interface applies on the very next request despite the route cache: public, private, slug, deletion', async () => {
+    const iface = await publicInterface(a.token, 'Cached route');
+    const domain = (await addDomain(a.token, 'cached.shop-a.test', iface.id)).body.data.domain;
+    await dns.setTxt('_svc-challenge.cached.shop-a.test', txtOf(domain).value);
+    expect((await app.request('POST', `/api/v1/domains/${domain.id}/verify`, { token: a.token })).body.data.verified).toBe(true);
+    expect((await app.request('POST', `/api/v1/domains/${domain.id}/activate`, { token: a.token })).status).toBe(200);
+    const page = () => app.request('GET', '/', { headers: { host: 'cached.shop-a.test' } });
+    const route = () => app.request('GET', '/api/v1/domains/route-public?domain=cached.shop-a.test');
+    const patch = async (body: Record<string, unknown>) => {
+      const res = await app.request('PATCH', `/api/v1/chat-interfaces/${iface.id}`, { token: a.token, body });
+      expect(res.status, res.text).toBe(200);
+    };
+    expect((await page()).status).toBe(200);
+    expect((await route()).status).toBe(200);
+
+    await patch({ public: false });
+    expect((await page()).status).toBe(404);
+    expect((await route()).status).toBe(404);
+    // Both answers are cached as misses now: making the interface public must drop them.
+    await patch({ public: true });
+    expect((await page()).status).toBe(200);
+    const again = await route();
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.data.chatInterface.slug).toBe(iface.slug);
+
+    const slug = `cached-route-${Date.now()}`;
+    await patch({ slug });
+    expect((await page()).text).toContain(`data-slug="${slug}"`);
+    expect((await route()).body.data.chatInterface.slug).toBe(slug);
+
+    expect((await app.request('DELETE', `/api/v1/chat-interfaces/${iface.id}`, { token: a.token })).status).toBe(200);
+    expect((await page()).status).toBe(404);
+    expect((await route()).status).toBe(404);
+  });
+
   it('a failure to ask DNS is reported as such and changes no state', async () => {
     const domain = (await addDomain(a.token, 'flaky.shop-a.test', aInterface.id)).body.data.domain;
     await dns.servfail('_svc-challenge.flaky.shop-a.test');

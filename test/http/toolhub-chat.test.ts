@@ -174,6 +174,16 @@ describe('tools in chat', () => {
     expect(ok.status, ok.text).toBe(200);
     expect(ok.body.data.tools).toEqual([{ configId, accountId, toolkit: 'slack', tool: 'post_message', name: 'slack__post_message', accountStatus: 'ACTIVE' }]);
     expect((await app.request('GET', '/api/v1/toolhub/enabled-tools', { token: other.token })).body.data.tools).toEqual([]);
+    // Filtering by a knowledge base answers like PUT does: another owner's, an unknown or a malformed id is a 404.
+    for (const id of [configId, '7a1b2c3d-0000-4000-8000-000000000000', 'not-an-id']) {
+      const foreignList = await app.request('GET', `/api/v1/toolhub/enabled-tools?configId=${id}`, { token: other.token });
+      expect(foreignList.status, id).toBe(404);
+      expect(foreignList.body.error.message).toBe('Knowledge base not found');
+    }
+    const ownList = await app.request('GET', `/api/v1/toolhub/enabled-tools?configId=${configId}`, { token: owner.token });
+    expect(ownList.status, ownList.text).toBe(200);
+    expect(ownList.body.data.tools).toEqual(ok.body.data.tools);
+    expect((await app.request('GET', `/api/v1/toolhub/enabled-tools?configId=${otherKb}`, { token: other.token })).body.data.tools).toEqual([]);
     const config = await app.request('GET', '/api/v1/toolhub/config', { token: owner.token });
     expect(config.body.data.toolkits.find((t: { slug: string }) => t.slug === 'slack').enabledTools).toEqual([{ configId, accountId, tool: 'post_message' }]);
   });

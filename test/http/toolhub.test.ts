@@ -253,6 +253,44 @@ describe('API-key accounts, config and status', () => {
     expect(slackEntry).toMatchObject({ platformClient: false, authConfigIds: [authConfigId] });
   });
 
+  it('an auth header the request would never carry (Host, framing, hop-by-hop) is refused naming the setting, before any call', async () => {
+    const settings = { url: `${endpoint.origin}/hook`, inputSchema: { type: 'object' }, description: 'CRM' };
+    const before = (await app.request('GET', '/api/v1/toolhub/accounts', { token: a.token })).body.data;
+    for (const authHeader of [
+      'Host',
+      'Transfer-Encoding',
+      'content-length',
+      'CONNECTION',
+      'Accept-Encoding',
+      'Content-Type',
+      'Keep-Alive',
+      'TE',
+      'Upgrade',
+      'Expect',
+    ]) {
+      const res = await app.request('POST', '/api/v1/toolhub/connect', {
+        token: a.token,
+        body: { toolkit: 'http', apiKey: 'k', settings: { ...settings, authHeader } },
+      });
+      expect(res.status, authHeader).toBe(400);
+      expect(res.body.error.code).toBe('VALIDATION_FAILED');
+      expect(res.body.error.details).toMatch(new RegExp(`^settings\\.authHeader: ${authHeader} cannot carry the key`));
+    }
+    expect((await app.request('GET', '/api/v1/toolhub/accounts', { token: a.token })).body.data).toEqual(before);
+    // A header that can carry it does: the endpoint sees the key on the check call.
+    endpoint.validTokens.add('custom-header-key');
+    endpoint.requireKey = { header: 'X-Api-Key', prefix: '' };
+    try {
+      const custom = await app.request('POST', '/api/v1/toolhub/connect', {
+        token: a.token,
+        body: { toolkit: 'http', apiKey: 'custom-header-key', settings: { ...settings, authHeader: 'X-Api-Key' } },
+      });
+      expect(custom.status, custom.text).toBe(201);
+    } finally {
+      endpoint.requireKey = null;
+    }
+  });
+
   it('settings are checked against the toolkit; an input schema with patterns or references is refused', async () => {
     const settings = { url: `${endpoint.origin}/hook`, inputSchema: { type: 'object' }, description: 'CRM' };
     const connect = (body: Record<string, unknown>) =>

@@ -4,8 +4,8 @@ import { startWebhookReceiver, verifyDelivery, type WebhookReceiver } from '../h
 
 /**
  * Leads, through the real listener: a visitor asks to be contacted, gets the lead-capture form, submits it; the
- * owner lists the leads (paginated, per interface), another owner sees none, and bad submissions are refused
- * naming the field.
+ * owner lists the leads (paginated, per interface), another owner sees none (and filtering by an interface that is
+ * not theirs is a 404), and bad submissions are refused naming the field.
  */
 
 let app: TestApp;
@@ -73,7 +73,44 @@ describe('leads', () => {
       fields: { name: 'Ada Lovelace', email: 'ada@example.com' },
     });
     expect((await app.request('GET', '/api/v1/leads', { token: b.token })).body.data.leads).toEqual([]);
-    expect((await app.request('GET', `/api/v1/leads?chatInterfaceId=${withForm.id}`, { token: b.token })).body.data.leads).toEqual([]);
+    for (const id of [withForm.id, '7a1b2c3d-0000-4000-8000-000000000000', 'not-an-id']) {
+      const foreign = await app.request('GET', `/api/v1/leads?chatInterfaceId=${id}`, { token: b.token });
+      expect(foreign.status, id).toBe(404);
+      expect(foreign.body.error.message).toBe('Chat interface not found');
+    }
+  });
+
+  it('fields named after Object.prototype members (constructor, toString, valueOf) are fields like any other', async () => {
+    const kb = (await app.request('POST', '/api/v1/knowledge-base/configs', { token: b.token, body: { name: 'Prototype names' } })).body.data.config.id;
+    const fields = [
+      { name: 'email', label: 'Email', type: 'email', required: true },
+      { name: 'constructor', label: 'Company', type: 'text' },
+      { name: 'toString', label: 'Role', type: 'text' },
+      { name: 'valueOf', label: 'Budget', type: 'text', required: true },
+    ];
+    const tools = await app.request('PATCH', `/api/v1/knowledge-base/configs/${kb}/tools`, {
+      token: b.token,
+      body: { tools: [{ name: 'lead_capture', enabled: true, config: { fields } }] },
+    });
+    expect(tools.status, tools.text).toBe(200);
+    // Owner b's, so owner a's lead counts in the other tests stay as they are.
+    const iface = await makeInterface(b.token, 'Prototype chat', kb);
+    const token = await visitorToken(iface.slug);
+
+    const missing = await submit(iface.slug, token, { fields: { email: 'ada@example.com' } });
+    expect(missing.status, missing.text).toBe(400);
+    expect(missing.body.error.details).toContain('fields.valueOf: required');
+    const created = await submit(iface.slug, token, { fields: { email: 'ada@example.com', valueOf: '10k' } });
+    expect(created.status, created.text).toBe(201);
+    const full = await submit(iface.slug, token, { fields: { email: 'grace@example.com', constructor: 'ACME', toString: 'CTO', valueOf: '20k' } });
+    expect(full.status, full.text).toBe(201);
+
+    const listed = await app.request('GET', `/api/v1/leads?chatInterfaceId=${iface.id}`, { token: b.token });
+    const stored: Array<Record<string, string>> = [
+      { email: 'grace@example.com', constructor: 'ACME', toString: 'CTO', valueOf: '20k' },
+      { email: 'ada@example.com', valueOf: '10k' },
+    ];
+    expect(listed.body.data.leads.map((l: { fields: unknown }) => l.fields)).toEqual(stored);
   });
 
   it('refuses bad submissions naming the field; a form-less interface 403; a session of another visitor 404', async () => {

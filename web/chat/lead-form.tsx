@@ -49,7 +49,8 @@ export function LeadForm({ config, t, api }: { config: FormConfig; t: Translate;
           id,
           name: field.name,
           required: field.required,
-          value: values[field.name] ?? '',
+          // Own values only: a field may be named after an Object.prototype member (constructor, toString).
+          value: Object.hasOwn(values, field.name) ? values[field.name] : '',
           onInput: (event: Event) => setValues({ ...values, [field.name]: (event.target as HTMLInputElement).value }),
         };
         return (

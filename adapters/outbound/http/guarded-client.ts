@@ -118,8 +118,9 @@ const DEFAULT_USER_AGENT = 'chat-interface-service';
 const MAX_TIMER_MS = 2 ** 31 - 1;
 // Headers the client owns: the caller must not be able to change the target
 // (Host), the framing (Content-Length, Transfer-Encoding, Connection) or the
-// encodings we know how to decode and cap.
-const RESERVED_HEADERS = new Set(['host', 'accept-encoding', 'content-length', 'transfer-encoding', 'connection']);
+// encodings we know how to decode and cap. A caller's value for one is dropped
+// (exported so callers that let owners name a header can refuse these names).
+export const RESERVED_HEADERS: ReadonlySet<string> = new Set(['host', 'accept-encoding', 'content-length', 'transfer-encoding', 'connection']);
 // Connection reuse: at most this many per-target agents are kept (LRU).
 const MAX_POOLED_TARGETS = 128;
 // Idle pooled sockets per target (at least the webhook workers of an instance); more are closed when released.

@@ -73,7 +73,9 @@ export const googleCalendarToolkit: Toolkit = {
 
         const payload = await callGoogle(ctx, 'POST', `${trimSlash(ctx.apiBaseUrl)}/freeBusy`, body);
         const calendars = asObject(payload['calendars']);
-        const calendar = calendars === null ? null : asObject(calendars[calendarId]);
+        // The id is the model's choice: only an own entry of the answer is that calendar (`__proto__` would find
+        // Object.prototype, an empty calendar, and report the time as free).
+        const calendar = calendars === null || !Object.hasOwn(calendars, calendarId) ? null : asObject(calendars[calendarId]);
         if (calendar === null) throw new ToolError('Google Calendar answered without the calendar asked for');
         const errors = calendar['errors'];
         if (Array.isArray(errors) && errors.length > 0) {

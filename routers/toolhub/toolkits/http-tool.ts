@@ -6,7 +6,7 @@
  * The endpoint is owner-controlled, hence attacker-controlled from the service's point of view: it is
  * reached only through the guarded client, and a failing answer's body is never passed on.
  */
-import { type GuardedResponse, OutboundError } from '../../../adapters/outbound/http/guarded-client.ts';
+import { type GuardedResponse, OutboundError, RESERVED_HEADERS } from '../../../adapters/outbound/http/guarded-client.ts';
 import { type JsonSchema, type ToolContext, ToolError, type Toolkit } from '../toolkit.ts';
 
 export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
@@ -16,6 +16,30 @@ export type HttpToolMethod = (typeof HTTP_METHODS)[number];
 const MAX_TEXT_LENGTH = 4000;
 /** RFC 9110 token: what a header name may be. */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/;
+/**
+ * Header names that would never deliver the key, so an account naming one would connect and then call the endpoint
+ * unauthenticated: the guarded client drops and sets these itself, this tool sets Content-Type for a body, and the
+ * rest are hop-by-hop (RFC 9110 7.6.1: proxies on the way drop them) or change how the exchange runs (Expect, Upgrade).
+ */
+const KEYLESS_HEADERS: ReadonlySet<string> = new Set([
+  ...RESERVED_HEADERS,
+  'content-type',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'upgrade',
+  'expect',
+]);
+
+/** Why `name` cannot carry the key, or undefined when it can. */
+function authHeaderProblem(name: string): string | undefined {
+  if (!HEADER_NAME.test(name)) return 'not a valid header name';
+  if (KEYLESS_HEADERS.has(name.toLowerCase())) {
+    return `${name} cannot carry the key (the service or a proxy on the way sets or drops it); use Authorization or a header such as X-Api-Key`;
+  }
+  return undefined;
+}
 
 export interface HttpToolSettings {
   url: string;
@@ -34,7 +58,8 @@ const settingsSchema: JsonSchema = {
     authHeader: {
       type: 'string',
       pattern: HEADER_NAME.source,
-      description: 'The header carrying the API key (e.g. Authorization or X-Api-Key); Authorization when a key is set and this is not',
+      description:
+        'The header carrying the API key (e.g. Authorization or X-Api-Key); Authorization when a key is set and this is not. Not Host, Content-Length, Content-Type, Transfer-Encoding, Connection or another hop-by-hop header',
     },
     authPrefix: { type: 'string', maxLength: 100, description: "Put before the key in that header (e.g. 'Bearer ')" },
     inputSchema: {
@@ -56,6 +81,11 @@ export const httpToolkit: Toolkit = {
   auth: { scheme: 'api_key', hint: 'The value sent in the header named in the settings' },
   apiBaseUrl: '',
   settingsSchema,
+  settingsProblem(settings) {
+    const authHeader = settings['authHeader'];
+    const problem = typeof authHeader === 'string' ? authHeaderProblem(authHeader) : undefined;
+    return problem === undefined ? undefined : `settings.authHeader: ${problem}`;
+  },
   tools: [
     {
       name: 'call',
@@ -133,7 +163,9 @@ export function readSettings(raw: Record<string, unknown>): HttpToolSettings {
   };
   const authHeader = raw['authHeader'];
   if (authHeader !== undefined && authHeader !== null && authHeader !== '') {
-    if (typeof authHeader !== 'string' || !HEADER_NAME.test(authHeader)) throw new ToolError('The HTTP tool auth header name is not a valid header name');
+    if (typeof authHeader !== 'string') throw new ToolError('The HTTP tool auth header name is not a valid header name');
+    const problem = authHeaderProblem(authHeader);
+    if (problem !== undefined) throw new ToolError(`The HTTP tool auth header name: ${problem}`);
     settings.authHeader = authHeader;
   }
   const authPrefix = raw['authPrefix'];

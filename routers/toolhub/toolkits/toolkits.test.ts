@@ -441,7 +441,32 @@ describe('http tool', () => {
     await toolError(call.run({}, context(http, '', { kind: 'none' }, { url: 'file:///etc/passwd' })));
     await toolError(call.run({}, context(http, '', { kind: 'none' }, settings('/json', { method: 'TRACE' }))));
     await toolError(call.run({}, context(http, '', { kind: 'none' }, settings('/json', { authHeader: 'Bad Header' }))));
+    // An account saved before such names were refused: never called without its key.
+    const keyless = await toolError(call.run({}, context(http, '', { kind: 'api_key', apiKey: 'key-123' }, settings('/json', { authHeader: 'Host' }))));
+    expect(keyless.message).toMatch(/Host cannot carry the key/);
     expect(server.requests).toHaveLength(0);
+  });
+
+  it('refuses, at save time, an auth header the outbound client would drop or set itself', () => {
+    for (const name of [
+      'Host',
+      'host',
+      'Content-Length',
+      'Transfer-Encoding',
+      'Connection',
+      'Accept-Encoding',
+      'Content-Type',
+      'Keep-Alive',
+      'Upgrade',
+      'TE',
+      'Trailer',
+      'Expect',
+    ]) {
+      expect(httpToolkit.settingsProblem?.({ authHeader: name }), name).toMatch(/^settings\.authHeader: .* cannot carry the key/);
+    }
+    for (const name of ['Authorization', 'X-Api-Key', 'User-Agent', 'Cookie'])
+      expect(httpToolkit.settingsProblem?.({ authHeader: name }), name).toBeUndefined();
+    expect(httpToolkit.settingsProblem?.({})).toBeUndefined();
   });
 
   it('checks a credential with a GET to the origin', async () => {
