@@ -11,9 +11,11 @@ const AVATAR_SIZE = 256;
 export async function processAvatar(bytes: Uint8Array): Promise<Buffer> {
   // Loaded on first use: libvips is ~7 MB resident that a service whose owners never upload an avatar does not need.
   const { default: sharp } = await import('sharp');
+  // One instance: the header read for the format check is the one the pipeline then decodes.
+  const image = sharp(bytes, { limitInputPixels: 40_000_000, failOn: 'error' });
   let format: string | undefined;
   try {
-    format = (await sharp(bytes, { limitInputPixels: 40_000_000, failOn: 'error' }).metadata()).format;
+    format = (await image.metadata()).format;
   } catch {
     format = undefined;
   }
@@ -21,11 +23,7 @@ export async function processAvatar(bytes: Uint8Array): Promise<Buffer> {
   // read TIFF, PDF or raw pixel dumps, none of which an avatar needs.
   if (format === undefined || !AVATAR_FORMATS.has(format)) throw notAnImage();
   try {
-    return await sharp(bytes, { limitInputPixels: 40_000_000, failOn: 'error' })
-      .rotate()
-      .resize(AVATAR_SIZE, AVATAR_SIZE, { fit: 'cover' })
-      .webp({ quality: 85 })
-      .toBuffer();
+    return await image.rotate().resize(AVATAR_SIZE, AVATAR_SIZE, { fit: 'cover' }).webp({ quality: 85 }).toBuffer();
   } catch {
     throw notAnImage();
   }
