@@ -36,7 +36,7 @@ module.exports = {
     },
     {
       name: 'inbound-adapters-are-independent',
-      comment: 'REST, tRPC and GraphQL share only what sits directly in adapters/inbound/ (the one error mapping)',
+      comment: 'REST, tRPC and GraphQL share only what sits directly in adapters/inbound/ (the one error mapping, the body reader)',
       severity: 'error',
       from: { path: '^adapters/inbound/([^/]+)/' },
       to: { path: '^adapters/inbound/[^/]+/', pathNot: '^adapters/inbound/$1/' },

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AnyRouter } from '@trpc/server';
 import { AppError } from '../../../schema/errors.ts';
 import type { Context } from '../../../routers/context.ts';
-import { readJsonBody, readRawTextBody } from './body.ts';
+import { readJsonBody, readRawTextBody } from '../request-body.ts';
 import { sendError, sendJson, successBody } from '../envelope.ts';
 import { toClientError } from '../client-error.ts';
 import { legacyLookup, type LegacyRoute } from './legacy.ts';

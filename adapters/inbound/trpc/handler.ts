@@ -6,7 +6,7 @@ import type { Context } from '../../../routers/context.ts';
 import type { ErrorCode } from '../../../schema/errors.ts';
 import { toClientError } from '../client-error.ts';
 import { HTTP_STATUS } from '../http-status.ts';
-import { readJsonText } from '../rest/body.ts';
+import { readJsonText } from '../request-body.ts';
 
 const TRPC_CODE: Record<ErrorCode, TRPC_ERROR_CODE_KEY> = {
   BAD_REQUEST: 'BAD_REQUEST',

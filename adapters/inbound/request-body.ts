@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { AppError } from '../../../schema/errors.ts';
+import { AppError } from '../../schema/errors.ts';
 
 /** JSON is UTF-8 (RFC 8259): invalid bytes are refused, not silently replaced with U+FFFD. */
 const utf8 = new TextDecoder('utf-8', { fatal: true });
