@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { idParam, queryInt, timestamp } from './common.ts';
+import { idParam, queryInt, singleLineText, timestamp } from './common.ts';
 
 /** An instant in ISO 8601 with a zone designator (Z or an offset); Date.parse alone accepts far looser text. */
 const EARLIEST = Date.UTC(1970, 0, 1);
@@ -106,8 +106,9 @@ export const availableSlotsInput = z.object({
   timeZone: timeZoneSchema.optional().meta({ description: "Zone of localStart/localEnd; default: the availability's" }),
 });
 
-const attendee = z.object({
-  name: z.string().trim().min(1).max(200),
+/** Who books: the same fields from the owner's API and from the chat. */
+export const attendeeInput = z.object({
+  name: singleLineText(200).meta({ description: 'One line: it is in the subject and the invitation of the booking mails' }),
   email: z.email().max(254),
   phone: z.string().trim().min(3).max(40).optional(),
   timeZone: timeZoneSchema.optional().meta({ description: "The attendee's zone, for their mails; default: the availability's" }),
@@ -116,7 +117,7 @@ const attendee = z.object({
 export const createBookingInput = z.object({
   chatInterfaceId: idParam,
   start: instantInput.meta({ description: 'The start of one of the available slots (UTC or with an offset)' }),
-  attendee,
+  attendee: attendeeInput,
   notes: z.string().max(2000).optional(),
 });
 
@@ -124,7 +125,7 @@ export const manualBookingInput = z.object({
   chatInterfaceId: idParam,
   start: instantInput,
   end: instantInput,
-  attendee,
+  attendee: attendeeInput,
   notes: z.string().max(2000).optional(),
   allowOverlap: z.boolean().default(false).meta({ description: 'Book even over another booking (it then does not block others either)' }),
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { idParam, timestamp } from './common.ts';
+import { idParam, singleLineText, timestamp } from './common.ts';
 
 export const endpointTypeSchema = z.enum(['flow', 'openai', 'messages', 'generation', 'generic']);
 export const slugSchema = z.string().regex(/^[a-z0-9](?:[a-z0-9-]{1,62}[a-z0-9])$/, 'must be 3-64 characters: lowercase letters, digits and inner hyphens');
@@ -44,7 +44,7 @@ export const chatInterfaceSchema = z
   .meta({ id: 'ChatInterface' });
 
 const editable = {
-  name: z.string().trim().min(1).max(100),
+  name: singleLineText(100).meta({ description: 'One line: it is shown in the subject of support and booking mails' }),
   slug: slugSchema,
   configId: z.string().min(1).max(100).nullable(),
   endpointUrl: endpointUrl.nullable(),

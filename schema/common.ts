@@ -16,6 +16,21 @@ export const idText = z.string().min(1).max(100);
 /** A resource id to look up (see lookupId); documented as the string the client sends. */
 export const idParam = idText.transform(lookupId);
 export const timestamp = z.string().meta({ format: 'date-time', example: '2026-01-01T12:00:00.000Z' });
+
+/** C0 control characters (CR, LF, tab, NUL, ...) and DEL. */
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+/**
+ * A name or a subject: one line of text, trimmed. These reach mail headers (a Subject, a calendar invitation's
+ * display names), where a line break ends the header and starts another, so one is refused (400 naming the field)
+ * rather than rewritten, as unstorable text is (schema/text-input.ts).
+ */
+export const singleLineText = (max: number) =>
+  z
+    .string()
+    .trim()
+    .min(1)
+    .max(max)
+    .refine((text) => !CONTROL_CHARACTER.test(text), 'must be a single line: no line breaks, tabs or other control characters');
 export const toIso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 /**
  * Date.parse of an ISO date or date-time (YYYY-MM-DD, then nothing or a T, t or space and the time), NaN for any other

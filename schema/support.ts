@@ -1,14 +1,14 @@
 import { z } from 'zod';
-import { idParam, queryInt, timestamp } from './common.ts';
+import { idParam, queryInt, singleLineText, timestamp } from './common.ts';
 import { sessionIdSchema } from './chat.ts';
 
 export const ticketStatusSchema = z.enum(['open', 'pending', 'resolved', 'closed']);
 export const ticketPrioritySchema = z.enum(['low', 'normal', 'high', 'urgent']);
 
 export const contactInput = z.object({
-  name: z.string().trim().min(1).max(200),
+  name: singleLineText(200),
   email: z.email().max(254),
-  subject: z.string().trim().min(1).max(200),
+  subject: singleLineText(200).meta({ description: 'One line: it is the subject of the mails about the ticket' }),
   message: z.string().trim().min(1).max(10_000),
   category: z.enum(['general', 'billing', 'technical', 'sales', 'other']).optional(),
   chatInterfaceId: idParam.optional().meta({ description: "A hand-off from this public chat interface's visitor: the ticket goes to its owner" }),

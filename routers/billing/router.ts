@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { signStripePayload, STRIPE_WEBHOOK_TOLERANCE_SECONDS, verifyStripeEvent, type Stripe } from '../../adapters/outbound/billing/stripe-client.ts';
+import { signStripePayload, STRIPE_WEBHOOK_TOLERANCE_SECONDS, verifyStripeSignature, type Stripe } from '../../adapters/outbound/billing/stripe-client.ts';
 import {
   checkoutInput,
   checkoutSessionSchema,
@@ -24,6 +24,7 @@ import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import { validateCoupon } from './coupons.ts';
 import { hasLiveSubscription, planAfterTrial, planState, trialAvailable } from './plan-state.ts';
 import * as repo from './repository.ts';
+import { parseStripeEvent } from './stripe-event-shape.ts';
 import { applyStripeEvent } from './stripe-events.ts';
 import { billingNotConfigured } from './stripe-errors.ts';
 import { callStripe, requireStripe } from './stripe-calls.ts';
@@ -255,8 +256,12 @@ export const billingRouter = router({
         tags,
         summary: 'Stripe events (checkout, subscriptions, invoices), verified by Stripe-Signature',
         description:
-          'The signature is checked on the raw body with a 300 s tolerance; a bad one is a 400 and changes nothing. Each event is applied once (a redelivery answers `duplicate`), from the subscription as Stripe shows it now.',
-        errorResponses: { ...notConfigured, ...providerErrors },
+          'The signature is checked on the raw body with a 300 s tolerance; a bad one is a 400 and changes nothing. A signed body that is not a well-formed event (not a JSON object, no string id or type, or an event we act on without the object fields we read) is a 400 naming what is wrong, and changes nothing. Each event is applied once (a redelivery answers `duplicate`), from the subscription as Stripe shows it now.',
+        errorResponses: {
+          400: 'A bad Stripe-Signature, or a signed body that is not a well-formed Stripe event (details name what is wrong)',
+          ...notConfigured,
+          ...providerErrors,
+        },
       },
       rawBody: { signatureHeader: 'Stripe-Signature' },
     })
@@ -266,25 +271,34 @@ export const billingRouter = router({
       const stripe = requireStripe(ctx);
       const secret = ctx.deps.config.STRIPE_WEBHOOK_SECRET;
       if (!secret) throw billingNotConfigured();
-      let event: Stripe.Event;
       try {
-        event = verifyStripeEvent(input.payload, input.signature, secret);
+        verifyStripeSignature(input.payload, input.signature, secret);
       } catch {
         ctx.deps.securityEvents.record('billing_signature_invalid', { ip: ctx.clientIp, detail: { signed: input.signature !== '' } });
         throw new AppError('BAD_REQUEST', 'Invalid signature', 'Stripe-Signature does not match the body, or its timestamp is outside the 300 s tolerance');
       }
-      const outcome = await callStripe(ctx, () =>
-        applyStripeEvent(
-          {
-            database: ctx.deps.database,
-            webhookJobs: ctx.deps.webhookJobs,
-            config: ctx.deps.config,
-            logger: ctx.deps.logger,
-            stripe,
-            sessionCache: ctx.deps.sessionCache,
-          },
-          event,
-        ),
+      // A malformed event is a 400, as Stripe's own libraries answer a payload they cannot read. Stripe retries any
+      // non-2xx delivery (for up to three days in live mode), so nothing is lost if one ever comes from Stripe: it
+      // shows as failing in Stripe's dashboard instead of being acknowledged and dropped.
+      let event: Stripe.Event;
+      try {
+        event = parseStripeEvent(input.payload);
+      } catch (error) {
+        ctx.deps.logger.warn('billing webhook: signed body is not a well-formed event', { requestId: ctx.requestId, details: (error as AppError).details });
+        throw error;
+      }
+      // Not wrapped in callStripe: only its one Stripe call is the provider's; a failure of ours stays a 500.
+      const outcome = await applyStripeEvent(
+        {
+          database: ctx.deps.database,
+          webhookJobs: ctx.deps.webhookJobs,
+          config: ctx.deps.config,
+          logger: ctx.deps.logger,
+          stripe,
+          sessionCache: ctx.deps.sessionCache,
+          requestId: ctx.requestId,
+        },
+        event,
       );
       return { received: true as const, eventId: event.id, type: event.type, outcome };
     }),
@@ -318,7 +332,7 @@ export const billingRouter = router({
       const signature = signStripePayload(payload, secret);
       const accepts = (body: string) => {
         try {
-          verifyStripeEvent(body, signature, secret);
+          verifyStripeSignature(body, signature, secret);
           return true;
         } catch {
           return false;

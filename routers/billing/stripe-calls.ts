@@ -13,6 +13,7 @@ export async function callStripe<T>(ctx: Context, work: () => Promise<T>): Promi
     return await work();
   } catch (error) {
     const appError = stripeFailure(error);
+    if (!appError) throw error;
     if (appError.code !== 'NOT_FOUND') ctx.deps.logger.warn('payment provider call failed', { reason: String(error), requestId: ctx.requestId });
     throw appError;
   }

@@ -7,9 +7,11 @@ export const isResourceMissing = (error: unknown) => isStripeError(error) && (er
 
 /**
  * A failed Stripe call as the client sees it. Stripe's own message is not passed on (it can name our account's
- * objects and settings); the request id is logged by the caller's error report instead.
+ * objects and settings); the request id is logged by the caller's error report instead. Undefined for anything
+ * that is not the SDK's or the outbound client's error: a failure of our own code is not the provider's, and
+ * must stay a 500 that is reported, never a 502 that blames Stripe.
  */
-export function stripeFailure(error: unknown): AppError {
+export function stripeFailure(error: unknown): AppError | undefined {
   if (error instanceof AppError) return error;
   const cause = isStripeError(error) && error.type === 'StripeConnectionError' ? (error as { detail?: unknown }).detail : error;
   if (cause instanceof OutboundError || (isStripeError(error) && error.type === 'StripeConnectionError')) {
@@ -17,7 +19,8 @@ export function stripeFailure(error: unknown): AppError {
       ? new AppError('UPSTREAM_TIMEOUT', 'The payment provider did not answer in time')
       : new AppError('UPSTREAM_CONNECTION_FAILED', 'The payment provider could not be reached');
   }
-  return new AppError('UPSTREAM_ERROR', 'The payment provider refused the request', isStripeError(error) ? (error.code ?? error.type) : '');
+  if (!isStripeError(error)) return undefined;
+  return new AppError('UPSTREAM_ERROR', 'The payment provider refused the request', error.code ?? error.type);
 }
 
 export const billingNotConfigured = () =>

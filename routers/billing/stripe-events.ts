@@ -4,13 +4,14 @@ import type { Stripe } from '../../adapters/outbound/billing/stripe-client.ts';
 import type { Logger } from '../../adapters/outbound/logger.ts';
 import type { Config } from '../../schema/config.ts';
 import type { DB } from '../../db/types.ts';
-import { toIso } from '../../schema/common.ts';
+import { isUuid, toIso } from '../../schema/common.ts';
 import { findOwnerById, updateOwnerPlanAndRole } from '../auth/repository.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import type { OutboxEvent } from '../webhooks/outbox-repository.ts';
 import * as repo from './repository.ts';
 import { planState } from './plan-state.ts';
-import { isResourceMissing } from './stripe-errors.ts';
+import { isHandledEventType } from './stripe-event-shape.ts';
+import { isResourceMissing, stripeFailure } from './stripe-errors.ts';
 
 export interface StripeEventDeps {
   database: { db: Kysely<DB> };
@@ -19,19 +20,11 @@ export interface StripeEventDeps {
   logger: Logger;
   stripe: Stripe;
   sessionCache: Pick<SessionCache, 'forgetOwner'>;
+  /** The webhook request's, for the log line of a failed Stripe call. */
+  requestId?: string;
 }
 
 export type EventOutcome = 'applied' | 'duplicate' | 'ignored';
-
-const HANDLED = new Set([
-  'checkout.session.completed',
-  'customer.subscription.created',
-  'customer.subscription.updated',
-  'customer.subscription.deleted',
-  'customer.subscription.trial_will_end',
-  'invoice.paid',
-  'invoice.payment_failed',
-]);
 
 const idOf = (value: string | { id: string } | null | undefined) => (typeof value === 'string' ? value : (value?.id ?? null));
 const fromUnix = (seconds: number | null | undefined) => (typeof seconds === 'number' ? new Date(seconds * 1000) : null);
@@ -64,7 +57,9 @@ function subjectOf(event: Stripe.Event): { subscriptionId: string | null; custom
   switch (event.type) {
     case 'checkout.session.completed': {
       const session = event.data.object;
-      return { subscriptionId: idOf(session.subscription), customerId: idOf(session.customer), ownerHint: session.client_reference_id };
+      // Our checkout puts the owner's id there; a Payment Link or another integration on the account may put anything.
+      const hint = session.client_reference_id;
+      return { subscriptionId: idOf(session.subscription), customerId: idOf(session.customer), ownerHint: hint && isUuid(hint) ? hint : null };
     }
     case 'invoice.paid':
     case 'invoice.payment_failed': {
@@ -93,12 +88,13 @@ function oneAtATime<T>(key: string, work: () => Promise<T>): Promise<T> {
 }
 
 /**
- * Applies one verified Stripe event, exactly once: the event id is recorded in the transaction of its effect. The
- * event's own copy of the subscription is never trusted for state: the subscription is re-read from Stripe, so
- * events that arrive late or out of order still end in Stripe's current state.
+ * Applies one verified, well-formed (parseStripeEvent) Stripe event, exactly once: the event id is recorded in the
+ * transaction of its effect. The event's own copy of the subscription is never trusted for state: the subscription
+ * is re-read from Stripe, so events that arrive late or out of order still end in Stripe's current state. Only a
+ * failure of that call is the provider's (UPSTREAM_*); anything else thrown here is ours.
  */
 export async function applyStripeEvent(deps: StripeEventDeps, event: Stripe.Event): Promise<EventOutcome> {
-  if (!HANDLED.has(event.type)) return 'ignored';
+  if (!isHandledEventType(event.type)) return 'ignored';
   const db = deps.database.db;
   if (await repo.billingEventSeen(db, event.id)) return 'duplicate';
   const subject = subjectOf(event);
@@ -119,7 +115,12 @@ export async function applyStripeEvent(deps: StripeEventDeps, event: Stripe.Even
     try {
       current = await deps.stripe.subscriptions.retrieve(subscriptionId);
     } catch (error) {
-      if (!isResourceMissing(error)) throw error;
+      if (!isResourceMissing(error)) {
+        const failure = stripeFailure(error);
+        if (!failure) throw error;
+        deps.logger.warn('payment provider call failed', { reason: String(error), eventId: event.id, requestId: deps.requestId });
+        throw failure;
+      }
     }
     const state = current ? subscriptionStateFrom(current, deps.config.STRIPE_PRICES) : undefined;
     if (!state) {

@@ -1,10 +1,12 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { DB } from '../../db/types.ts';
+import { headerText } from '../../adapters/outbound/mail/header-text.ts';
 import { calendarInvite } from '../../adapters/outbound/mail/icalendar.ts';
+import { InvalidMailError } from '../../adapters/outbound/mail/mailer.ts';
 import { findOwnerById } from '../auth/repository.ts';
 import { findOwnedInterface } from '../chat-interfaces/repository.ts';
 import type { AppDeps } from '../context.ts';
-import type { JobHandler } from '../jobs/queue.ts';
+import { type JobHandler, PermanentJobError } from '../jobs/queue.ts';
 import * as repo from './repository.ts';
 
 export const BOOKING_MAIL_JOB = 'booking.mail';
@@ -70,22 +72,26 @@ export function bookingMailJobHandlers(deps: AppDeps, cancelTokenOf: (bookingId:
       const zone = recipient === 'attendee' ? booking.attendee_time_zone : ((await repo.findAvailability(db, booking.chat_interface_id))?.time_zone ?? 'UTC');
       const when = readable(booking.start_at, zone);
       const link = cancelLink(linkOrigin, cancelTokenOf(booking.id));
-      const summary = `${iface.name}: ${booking.attendee_name}`;
+      // Both names go into the subject and the invitation's display names: folded to one line, so a row stored
+      // before inputs were checked for line breaks cannot fail this mail on every attempt.
+      const ifaceName = headerText(iface.name);
+      const attendeeName = headerText(booking.attendee_name);
+      const summary = `${ifaceName}: ${attendeeName}`;
       const to = recipient === 'attendee' ? booking.attendee_email : owner.email;
       const lines = [
         `When: ${when}, ${Math.round((booking.end_at.getTime() - booking.start_at.getTime()) / 60_000)} minutes`,
-        `With: ${recipient === 'attendee' ? iface.name : `${booking.attendee_name} <${booking.attendee_email}>${booking.attendee_phone ? `, ${booking.attendee_phone}` : ''}`}`,
+        `With: ${recipient === 'attendee' ? ifaceName : `${attendeeName} <${booking.attendee_email}>${booking.attendee_phone ? `, ${booking.attendee_phone}` : ''}`}`,
         ...(booking.notes ? [`Notes: ${booking.notes}`] : []),
         ...(booking.cancel_reason && kind === 'cancellation' ? [`Reason: ${booking.cancel_reason}`] : []),
       ];
       const subject =
         kind === 'confirmation'
           ? recipient === 'attendee'
-            ? `Confirmed: ${iface.name}, ${when}`
-            : `New booking: ${booking.attendee_name}, ${when}`
+            ? `Confirmed: ${ifaceName}, ${when}`
+            : `New booking: ${attendeeName}, ${when}`
           : kind === 'cancellation'
             ? `Cancelled: ${summary}, ${when}`
-            : `Reminder: ${iface.name}, ${when}`;
+            : `Reminder: ${ifaceName}, ${when}`;
       const footer = recipient === 'attendee' && kind !== 'cancellation' && link ? [``, `To cancel: ${link}`] : [];
       const invite =
         kind === 'reminder'
@@ -100,17 +106,23 @@ export function bookingMailJobHandlers(deps: AppDeps, cancelTokenOf: (bookingId:
                 end: booking.end_at,
                 summary,
                 description: lines.join('\n'),
-                organizer: { name: iface.name, email: owner.email },
-                attendees: [{ name: booking.attendee_name, email: booking.attendee_email }],
+                organizer: { name: ifaceName, email: owner.email },
+                attendees: [{ name: attendeeName, email: booking.attendee_email }],
               }),
             };
-      await deps.mailer.send({
-        to: [to],
-        subject,
-        text: [...lines, ...footer].join('\n'),
-        ...(recipient === 'attendee' ? { replyTo: owner.email } : {}),
-        ...(invite ? { calendar: invite } : {}),
-      });
+      try {
+        await deps.mailer.send({
+          to: [to],
+          subject,
+          text: [...lines, ...footer].join('\n'),
+          ...(recipient === 'attendee' ? { replyTo: owner.email } : {}),
+          ...(invite ? { calendar: invite } : {}),
+        });
+      } catch (error) {
+        // A message the mailer refuses is refused on every attempt: dead at once rather than retried for a day.
+        if (error instanceof InvalidMailError) throw new PermanentJobError(error.message, { cause: error });
+        throw error;
+      }
     },
   };
 }

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { timestamp } from '../../schema/common.ts';
 import { AppError } from '../../schema/errors.ts';
 import { chatMessageSchema, sessionIdSchema } from '../../schema/chat.ts';
-import { instantInput, timeZoneSchema } from '../../schema/bookings.ts';
+import { attendeeInput, instantInput, timeZoneSchema } from '../../schema/bookings.ts';
 import * as chatRepo from '../chat/repository.ts';
 import { findConfig } from '../knowledge-base/repository.ts';
 import { router, visitorProcedure } from '../trpc.ts';
@@ -79,12 +79,7 @@ export const bookingsVisitorRouter = router({
         slug: z.string().min(1).max(100),
         sessionId: sessionIdSchema.optional(),
         start: instantInput,
-        attendee: z.object({
-          name: z.string().trim().min(1).max(200),
-          email: z.email().max(254),
-          phone: z.string().trim().min(3).max(40).optional(),
-          timeZone: timeZoneSchema.optional(),
-        }),
+        attendee: attendeeInput,
         notes: z.string().max(2000).optional(),
       }),
     )

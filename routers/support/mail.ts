@@ -1,7 +1,9 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { DB } from '../../db/types.ts';
+import { headerText } from '../../adapters/outbound/mail/header-text.ts';
+import { InvalidMailError } from '../../adapters/outbound/mail/mailer.ts';
 import type { AppDeps } from '../context.ts';
-import type { JobHandler } from '../jobs/queue.ts';
+import { type JobHandler, PermanentJobError } from '../jobs/queue.ts';
 
 export const SUPPORT_MAIL_JOB = 'support.mail';
 interface SupportMail {
@@ -21,7 +23,15 @@ export function supportMailJobHandlers(deps: Pick<AppDeps, 'mailer'>): Record<st
   return {
     [SUPPORT_MAIL_JOB]: async (job) => {
       const mail = job.payload as SupportMail;
-      await deps.mailer.send({ to: mail.to, subject: mail.subject, text: mail.text, ...(mail.replyTo ? { replyTo: mail.replyTo } : {}) });
+      try {
+        // The subject holds the requester's and the owner's text: folded here, so jobs queued before inputs were
+        // checked for line breaks still go.
+        await deps.mailer.send({ to: mail.to, subject: headerText(mail.subject), text: mail.text, ...(mail.replyTo ? { replyTo: mail.replyTo } : {}) });
+      } catch (error) {
+        // A message the mailer refuses is refused on every attempt: dead at once rather than retried for a day.
+        if (error instanceof InvalidMailError) throw new PermanentJobError(error.message, { cause: error });
+        throw error;
+      }
     },
   };
 }

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSmtpServer, type TestSmtpServer } from '../../../test/helpers/smtp-server.ts';
 import type { Logger } from '../logger.ts';
 import { type CalendarInvite, calendarInvite } from './icalendar.ts';
-import { createMailer, type Mailer } from './mailer.ts';
+import { createMailer, InvalidMailError, type Mailer } from './mailer.ts';
 
 function recordingLogger() {
   const lines: Array<{ level: string; msg: string; fields?: Record<string, unknown> }> = [];
@@ -134,6 +134,8 @@ describe('mailer against a real SMTP server', () => {
     await expect(mailer.send({ to: ['zoe@example.test\r\nBcc: victim@evil.test'], subject: 'Hi', text: 'x' })).rejects.toThrow(/recipient/);
     await expect(mailer.send({ to: ['zoe@example.test'], subject: 'Hi', text: 'x', replyTo: 'a@b.test\nBcc: c@d.test' })).rejects.toThrow(/reply-to/);
     await expect(mailer.send({ to: [], subject: 'Hi', text: 'x' })).rejects.toThrow(/recipient/);
+    // Its own class, so a mail job can tell a message that will never go from a delivery worth retrying.
+    await expect(mailer.send({ to: ['zoe@example.test'], subject: 'Hi\r\nBcc: victim@evil.test', text: 'x' })).rejects.toBeInstanceOf(InvalidMailError);
     await expect(
       mailer.send({ to: ['zoe@example.test'], subject: 'Hi', text: 'x', calendar: { method: 'CANCEL', ics: calendarInvite(invite) } }),
     ).rejects.toThrow(/METHOD/);

@@ -34,6 +34,14 @@ export class MailDeliveryError extends Error {
   }
 }
 
+/**
+ * A message the mailer refuses to send (a line break in a header, no recipient, a calendar whose METHOD disagrees):
+ * the same message is refused on every attempt, so a job sending it should not be retried.
+ */
+export class InvalidMailError extends Error {
+  override readonly name = 'InvalidMailError';
+}
+
 const DEFAULT_TIMEOUT_MS = 15_000;
 const LINE_BREAK = /[\r\n\0]/;
 
@@ -112,25 +120,25 @@ function disabledMailer(logger: Logger): Mailer {
 
 /** Header injection and malformed input are refused here, whatever nodemailer would make of them. */
 function validate(message: MailMessage) {
-  if (!Array.isArray(message.to) || message.to.length === 0) throw new Error('mail: at least one recipient is required');
+  if (!Array.isArray(message.to) || message.to.length === 0) throw new InvalidMailError('mail: at least one recipient is required');
   for (const to of message.to) {
-    if (typeof to !== 'string' || to.trim() === '') throw new Error('mail: empty recipient');
+    if (typeof to !== 'string' || to.trim() === '') throw new InvalidMailError('mail: empty recipient');
     refuseLineBreaks('recipient', to);
   }
-  if (typeof message.subject !== 'string') throw new Error('mail: subject must be a string');
+  if (typeof message.subject !== 'string') throw new InvalidMailError('mail: subject must be a string');
   refuseLineBreaks('subject', message.subject);
   if (message.replyTo !== undefined) refuseLineBreaks('reply-to', message.replyTo);
   if (message.calendar) {
     const { method, ics } = message.calendar;
-    if (method !== 'REQUEST' && method !== 'CANCEL') throw new Error('mail: calendar method must be REQUEST or CANCEL');
+    if (method !== 'REQUEST' && method !== 'CANCEL') throw new InvalidMailError('mail: calendar method must be REQUEST or CANCEL');
     // The Content-Type's method= and the body's METHOD: must agree, or calendar apps ignore (or misapply) the invitation.
     const inBody = /^METHOD:(.*)$/m.exec(ics)?.[1]?.trim().toUpperCase();
-    if (inBody !== method) throw new Error(`mail: calendar method ${method} does not match the invitation's METHOD:${inBody ?? ' (missing)'}`);
+    if (inBody !== method) throw new InvalidMailError(`mail: calendar method ${method} does not match the invitation's METHOD:${inBody ?? ' (missing)'}`);
   }
 }
 
 function refuseLineBreaks(field: string, value: string) {
-  if (LINE_BREAK.test(value)) throw new Error(`mail: ${field} must not contain CR, LF or NUL`);
+  if (LINE_BREAK.test(value)) throw new InvalidMailError(`mail: ${field} must not contain CR, LF or NUL`);
 }
 
 /** The password (and user) of the SMTP URL in every spelling that could show up in a message: as written and percent-decoded. */

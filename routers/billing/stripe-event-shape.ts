@@ -1,0 +1,84 @@
+import { z } from 'zod';
+import type { Stripe } from '../../adapters/outbound/billing/stripe-client.ts';
+import { AppError } from '../../schema/errors.ts';
+import { findIllFormedText } from '../../schema/text-input.ts';
+
+/**
+ * A signed webhook body is Stripe's, but not necessarily a well-formed event (a test tool, a hand-made payload, a
+ * leaked secret): everything the handlers read is checked here first, so a malformed body is the sender's 400
+ * and never reaches the database or a Stripe call as a crash (500) or a provider failure (502).
+ */
+
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/** An id or event type: Stripe writes short ASCII, so a control character or text PostgreSQL cannot store is not one. */
+const stripeText = z
+  .string()
+  .min(1)
+  .max(255)
+  .refine((text) => !CONTROL.test(text) && findIllFormedText(text) === null, 'must not contain control characters or unpaired surrogates');
+
+/** Another object as an event names it: its id, the object expanded (with its id), or nothing. */
+const reference = z.union([stripeText, z.looseObject({ id: stripeText })], { error: 'must be an id, an object with its id, or null' }).nullish();
+
+/** Seconds since the epoch that a Date can hold and print (up to the year 9999). */
+const unixSeconds = z.number().int().min(0).max(253_402_300_799);
+
+const subscriptionObject = z.looseObject({ id: stripeText, customer: reference });
+const invoiceObject = z.looseObject({
+  id: stripeText.nullish(),
+  customer: reference,
+  parent: z.looseObject({ subscription_details: z.looseObject({ subscription: reference }).nullish() }).nullish(),
+});
+
+/** The event types we act on, each with the shape of the `data.object` fields its handler reads. */
+const HANDLED_OBJECTS = new Map<string, z.ZodType>([
+  ['checkout.session.completed', z.looseObject({ subscription: reference, customer: reference, client_reference_id: z.string().max(255).nullish() })],
+  ['customer.subscription.created', subscriptionObject],
+  ['customer.subscription.updated', subscriptionObject],
+  ['customer.subscription.deleted', subscriptionObject],
+  ['customer.subscription.trial_will_end', subscriptionObject],
+  ['invoice.paid', invoiceObject],
+  [
+    'invoice.payment_failed',
+    invoiceObject.extend({
+      amount_due: z.number().int(),
+      currency: stripeText,
+      attempt_count: z.number().int().min(0),
+      next_payment_attempt: unixSeconds.nullish(),
+    }),
+  ],
+]);
+
+export const isHandledEventType = (type: string) => HANDLED_OBJECTS.has(type);
+
+const envelope = z.looseObject({ id: stripeText, type: stripeText });
+
+const malformed = (details: string) => new AppError('VALIDATION_FAILED', 'Not a well-formed Stripe event', details);
+const describe = (issues: z.core.$ZodIssue[]) =>
+  issues
+    .slice(0, 10)
+    .map((issue) => `${issue.path.length ? issue.path.map(String).join('.') : '(body)'}: ${issue.message}`)
+    .join('; ');
+
+/**
+ * Parses a verified webhook body. An event of a type we do not act on needs only its id and type (it is answered
+ * `ignored`); one we act on also needs the fields of its object that we read.
+ */
+export function parseStripeEvent(payload: string): Stripe.Event {
+  let body: unknown;
+  try {
+    body = JSON.parse(payload);
+  } catch (error) {
+    throw new AppError('MALFORMED_JSON', 'Malformed JSON body', (error as Error).message);
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw malformed('(body): must be a JSON object (a Stripe event)');
+  const head = envelope.safeParse(body);
+  if (!head.success) throw malformed(describe(head.error.issues));
+  const object = HANDLED_OBJECTS.get(head.data.type);
+  if (object) {
+    const full = z.looseObject({ data: z.looseObject({ object }) }).safeParse(body);
+    if (!full.success) throw malformed(describe(full.error.issues));
+  }
+  return body as Stripe.Event;
+}
