@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Config } from '../../schema/config.ts';
 import type { AppDeps } from '../context.ts';
 import type { OAuth2Scheme, Toolkit } from './toolkit.ts';
+import { identifier } from './toolkits/provider-kit.ts';
 
 /** The URLs a toolkit is reached at: its defaults, or the operator's overrides (TOOLHUB_PROVIDER_URLS). */
 export function providerUrls(config: Pick<Config, 'TOOLHUB_PROVIDER_URLS'>, toolkit: Toolkit) {
@@ -98,7 +99,9 @@ export async function requestTokens(deps: Pick<AppDeps, 'http' | 'config'>, toke
   }
   const error = typeof body.error === 'string' ? body.error : body.ok === false ? 'unknown_error' : null;
   if (error || response.status >= 400 || typeof body.access_token !== 'string') {
-    const code = (error ?? `http_${response.status}`).slice(0, 60);
+    // The code travels further than the description (a token refresh's failure reaches a visitor's toolCalls), so it
+    // must be an identifier: anything else in the provider's `error` field is free text and is not passed on.
+    const code = error === null ? `http_${response.status}` : (identifier(error) ?? 'unknown_error');
     const description = typeof body.error_description === 'string' ? `: ${body.error_description.slice(0, 200)}` : '';
     throw new OAuthError(code, `The provider refused the token request (${code}${description})`);
   }

@@ -6,8 +6,9 @@
  * The endpoint is owner-controlled, hence attacker-controlled from the service's point of view: it is
  * reached only through the guarded client, and a failing answer's body is never passed on.
  */
-import { type GuardedResponse, OutboundError, RESERVED_HEADERS } from '../../../adapters/outbound/http/guarded-client.ts';
+import { type GuardedResponse, RESERVED_HEADERS } from '../../../adapters/outbound/http/guarded-client.ts';
 import { type JsonSchema, type ToolContext, ToolError, type Toolkit } from '../toolkit.ts';
+import { unreachable } from './provider-kit.ts';
 
 export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 export type HttpToolMethod = (typeof HTTP_METHODS)[number];
@@ -202,11 +203,7 @@ async function send(
       ...(ctx.signal ? { signal: ctx.signal } : {}),
     });
   } catch (err) {
-    if (!(err instanceof OutboundError)) throw err;
-    const retryable = err.kind === 'timeout' || err.kind === 'connection_failed' || err.kind === 'dns_failure';
-    const failure = new ToolError(`Could not reach the endpoint: ${err.message}`, retryable);
-    failure.cause = err;
-    throw failure;
+    throw unreachable('the endpoint', err);
   }
 }
 

@@ -8,11 +8,15 @@ export function identifier(value: unknown): string | undefined {
   return typeof value === 'string' && /^[A-Za-z0-9_.-]{1,80}$/.test(value) ? value : undefined;
 }
 
-/** The guarded client's failure as a tool error naming the provider; retryable when it was the network. */
+/**
+ * The guarded client's failure as a tool error naming the provider; retryable when it was the network. Only the
+ * failure's kind: a tool error reaches a visitor's toolCalls, and the client's message names the address it tried
+ * (for the HTTP tool, the owner's endpoint).
+ */
 export function unreachable(provider: string, err: unknown): unknown {
   if (!(err instanceof OutboundError)) return err;
   const retryable = err.kind === 'timeout' || err.kind === 'connection_failed' || err.kind === 'dns_failure';
-  const failure = new ToolError(`Could not reach ${provider}: ${err.message}`, retryable);
+  const failure = new ToolError(`Could not reach ${provider} (${err.kind.replaceAll('_', ' ')})`, retryable);
   failure.cause = err;
   return failure;
 }

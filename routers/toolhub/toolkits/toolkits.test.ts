@@ -1,3 +1,5 @@
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createGuardedHttpClient, type GuardedHttpClient } from '../../../adapters/outbound/http/guarded-client.ts';
 import {
@@ -417,6 +419,20 @@ describe('http tool', () => {
     expect(server.requests[1]!.headers.authorization).toBe('Bearer key-123');
   });
 
+  it("names only the kind of failure when the endpoint cannot be reached, never the owner's address", async () => {
+    const closed = await new Promise<number>((resolve) => {
+      const probe = createServer();
+      probe.listen(0, '127.0.0.1', () => {
+        const { port } = probe.address() as AddressInfo;
+        probe.close(() => resolve(port));
+      });
+    });
+    const client = createGuardedHttpClient({ allowHosts: [`127.0.0.1:${closed}`] });
+    const error = await toolError(call.run({}, context(client, '', { kind: 'none' }, { ...settings('/json'), url: `http://127.0.0.1:${closed}/secret-path` })));
+    expect(error.message).toBe('Could not reach the endpoint (connection failed)');
+    expect(error.retryable).toBe(true);
+  });
+
   it('turns a failing answer into a ToolError without its body', async () => {
     const err = await toolError(call.run({ q: 'x' }, context(http, '', { kind: 'none' }, settings('/fail'))));
     expect(err.message).toBe('The endpoint answered 500');
@@ -499,7 +515,7 @@ describe('the SSRF guard', () => {
 
   it('refuses a private address that is not allow-listed', async () => {
     const err = await toolError(tool(slackToolkit, 'post_message').run({ channel: '#general', text: 'hi' }, context(guarded, slack.url, oauth(GOOD_TOKEN))));
-    expect(err.message).toContain('not a public address');
+    expect(err.message).toBe('Could not reach Slack (blocked address)');
     expect(err.retryable).toBe(false);
 
     const viaHttpTool = await toolError(
@@ -508,7 +524,7 @@ describe('the SSRF guard', () => {
         context(guarded, '', { kind: 'none' }, { url: `${endpoint.origin}/json`, inputSchema: { type: 'object' }, description: 'x' }),
       ),
     );
-    expect(viaHttpTool.message).toContain('not a public address');
+    expect(viaHttpTool.message).toBe('Could not reach the endpoint (blocked address)');
 
     const check = await httpToolkit.checkCredential(
       context(guarded, '', { kind: 'none' }, { url: `${endpoint.origin}/json`, inputSchema: { type: 'object' }, description: 'x' }),
