@@ -1,5 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERROR_CODES } from '../../schema/errors.ts';
 import { startTestApp, type TestApp, type TestResponse } from '../helpers/test-app.ts';
 
 interface Owner {
@@ -250,13 +251,31 @@ describe('GraphQL (/graphql)', () => {
     expect(res.headers['strict-transport-security']).toContain('max-age=63072000');
   });
 
+  it("Yoga's and graphql-js's own errors carry a code of the closed list, like every other error", async () => {
+    const cases: Array<[() => Promise<TestResponse>, string]> = [
+      [() => gql('query { nope }', { token: a.token }), 'VALIDATION_FAILED'],
+      [() => gql('query ($id: ID!) { chatInterface(id: $id) { id } }', { token: a.token }), 'BAD_REQUEST'],
+      [() => gql('query { me { id ', { token: a.token }), 'BAD_REQUEST'],
+      [() => app.request('POST', '/graphql', { token: a.token, rawBody: '{"query": ', headers: { 'content-type': 'application/json' } }), 'BAD_REQUEST'],
+      [() => gql(`query { me { id } } # ${'x'.repeat(2 * 1024 * 1024)}`, { token: a.token }), 'PAYLOAD_TOO_LARGE'],
+    ];
+    for (const [send, code] of cases) {
+      const res = await send();
+      const codes = errorsOf(res).map((e) => e.extensions?.code);
+      expect(codes.length, res.text.slice(0, 200)).toBeGreaterThan(0);
+      expect(codes, res.text.slice(0, 200)).toContain(code);
+      for (const one of codes) expect(ERROR_CODES).toContain(one);
+    }
+  });
+
   describe('a syntax error -> GraphQL error response without stack traces', () => {
     const expectSafeParseError = (res: TestResponse) => {
       expect(res.headers['content-type']).toMatch(/json/);
       const errors = errorsOf(res);
       expect(errors).toHaveLength(1);
       expect(errors[0]!.message).toMatch(/^Syntax Error: /);
-      expect(errors[0]!.extensions?.code).toBe('GRAPHQL_PARSE_FAILED');
+      // Yoga's GRAPHQL_PARSE_FAILED, named from the closed list as every other error.
+      expect(errors[0]!.extensions?.code).toBe('BAD_REQUEST');
       expect(res.body).not.toHaveProperty('data');
       expect(res.text).not.toMatch(/\bat [^"]*\(/);
       expect(res.text).not.toMatch(/\.(ts|js|mjs|cjs):\d+/);

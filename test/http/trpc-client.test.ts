@@ -194,6 +194,15 @@ describe('typed tRPC client over /trpc', () => {
     expect(huge.body.error.data).toMatchObject({ httpStatus: 413, appCode: 'PAYLOAD_TOO_LARGE' });
   });
 
+  it('an unexpected error is INTERNAL_SERVER_ERROR, 500, INTERNAL_ERROR with a fixed message and no internals', async () => {
+    const res = await app.request('GET', '/trpc/errorTracking.example');
+    expect(res.status).toBe(500);
+    expect(res.body.error.message).toBe('Internal server error');
+    expect(res.body.error.data).toMatchObject({ code: 'INTERNAL_SERVER_ERROR', httpStatus: 500, appCode: 'INTERNAL_ERROR' });
+    expect(res.text).not.toContain('Deliberate');
+    expect(res.text).not.toMatch(/\.(ts|js|mjs):\d+/);
+  });
+
   it('no token -> 401', async () => {
     const anonymous = makeClient(app);
     const error = await expectClientError(anonymous.auth.me.query());

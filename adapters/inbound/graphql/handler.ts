@@ -4,6 +4,7 @@ import type { GraphQLError, ValidationContext } from 'graphql';
 import type { AnyRouter } from '@trpc/server';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context } from '../../../routers/context.ts';
+import { ERROR_CODES, type ErrorCode } from '../../../schema/errors.ts';
 import { HTTP_STATUS } from '../http-status.ts';
 import { buildGraphqlSchema } from './schema.ts';
 import { GRAPHIQL_SECURITY_HEADERS, renderGraphiqlPage } from './graphiql.ts';
@@ -54,6 +55,43 @@ const keepLimitStatus: Plugin = {
   },
 };
 
+/** Yoga's and graphql-js's own error codes, as the closed list names the same errors. */
+const YOGA_CODES: Record<string, ErrorCode> = {
+  GRAPHQL_PARSE_FAILED: 'BAD_REQUEST',
+  GRAPHQL_VALIDATION_FAILED: 'VALIDATION_FAILED',
+  BAD_USER_INPUT: 'VALIDATION_FAILED',
+  REQUEST_ENTITY_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  INTERNAL_SERVER_ERROR: 'INTERNAL_ERROR',
+};
+const isErrorCode = (code: unknown): code is ErrorCode => typeof code === 'string' && (ERROR_CODES as readonly string[]).includes(code);
+
+/** The code an error reaches the client with: ours as it is, another by its name or, failing that, by its HTTP status. */
+function closedListCode(code: unknown, status: number | undefined): ErrorCode {
+  if (isErrorCode(code)) return code;
+  const named = typeof code === 'string' ? YOGA_CODES[code] : undefined;
+  if (named) return named;
+  const byStatus = ERROR_CODES.find((candidate) => HTTP_STATUS[candidate] === status && candidate !== 'VALIDATION_FAILED' && candidate !== 'MALFORMED_JSON');
+  // Without a status it is graphql-js's own error about the document or its variables: the client's.
+  return byStatus ?? (status !== undefined && status >= 500 ? 'INTERNAL_ERROR' : 'BAD_REQUEST');
+}
+
+/**
+ * Every error a client sees carries a code of the closed list (schema/errors.ts), as REST's and tRPC's do: Yoga's own
+ * (a parse or validation failure, an oversized body, a masked crash) are renamed. Their HTTP status is Yoga's, which
+ * follows GraphQL over HTTP and equals the mapper's for the same code where both define one.
+ */
+const closedListCodes: Plugin = {
+  onResultProcess({ result }) {
+    for (const one of Array.isArray(result) ? result : [result]) {
+      for (const error of (one as { errors?: readonly GraphQLError[] }).errors ?? []) {
+        const extensions = error.extensions as Record<string, unknown> | undefined;
+        if (!extensions || isErrorCode(extensions.code)) continue;
+        extensions.code = closedListCode(extensions.code, (extensions.http as { status?: number } | undefined)?.status);
+      }
+    }
+  },
+};
+
 export function createGraphqlHandler(router: AnyRouter, maxBodyBytes: number) {
   const yoga = createYoga<{ ctx: Context }, Context>({
     schema: buildGraphqlSchema(router) as never,
@@ -78,6 +116,7 @@ export function createGraphqlHandler(router: AnyRouter, maxBodyBytes: number) {
         costLimit: { maxCost: GRAPHQL_LIMITS.maxCost, ...onLimit },
       }),
       keepLimitStatus,
+      closedListCodes,
       {
         onResponse({ response, serverContext }) {
           const headers = (serverContext as { ctx?: Context } | undefined)?.ctx?.responseHeaders ?? {};

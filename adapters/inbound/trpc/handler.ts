@@ -42,7 +42,8 @@ function withWireErrorCodes(router: AnyRouter): AnyRouter {
   const errorFormatter: typeof config.errorFormatter = (opts) => {
     const shape = config.errorFormatter(opts);
     const { appError, unexpected } = toClientError(opts.error);
-    if (unexpected) return shape;
+    // An unexpected error keeps the formatter's fixed message; its code is the closed list's too.
+    if (unexpected) return { ...shape, data: { ...shape.data, appCode: appError.code, details: appError.details } };
     const code = TRPC_CODE[appError.code];
     // The same code, message and details as REST's envelope: an input error names its fields instead of carrying the
     // validation library's raw issue list as its message.
