@@ -4,10 +4,17 @@ import { ownerProcedure, router } from '../trpc.ts';
 import { countKeysByInterface, listOwnedInterfaces } from '../chat-interfaces/repository.ts';
 import { toChatInterface } from '../chat-interfaces/router.ts';
 
-/** Shows only the start and end of a secret: enough to recognise it, never enough to use it. */
+/** Keys shorter than this are masked entirely: showing 7 characters of a 9-character key would all but give it away. */
+const MASK_MIN_REVEALING_LENGTH = 20;
+
+/**
+ * Shows at most the first 3 and last 4 characters, and only of a key of 20 or more (13 or more stay hidden): enough
+ * to recognise it, never enough to use it. The stars are a fixed number, so the key's length is not told either.
+ */
 export function maskSecret(secret: string): string {
-  if (secret.length <= 8) return '*'.repeat(secret.length);
-  return `${secret.slice(0, 3)}${'*'.repeat(Math.min(secret.length - 7, 16))}${secret.slice(-4)}`;
+  if (secret === '') return '';
+  if (secret.length < MASK_MIN_REVEALING_LENGTH) return '*'.repeat(8);
+  return `${secret.slice(0, 3)}${'*'.repeat(16)}${secret.slice(-4)}`;
 }
 
 const resolvedSchema = chatInterfaceSchema.extend({
