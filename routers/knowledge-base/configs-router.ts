@@ -11,7 +11,6 @@ import { LOCAL_EMBEDDING_MODEL } from '../../adapters/outbound/embeddings/local-
 import * as repo from './repository.ts';
 import { detachConfig } from '../chat-interfaces/repository.ts';
 import { toChatInterface } from '../chat-interfaces/router.ts';
-import { jsonb } from '../../db/json.ts';
 import { normaliseTools, toolSettingInput, TOOL_REGISTRY } from './tools-registry.ts';
 import { REEMBED_JOB } from './jobs.ts';
 import { checkAddressAtSave, withWarnings } from '../address-at-save.ts';
@@ -88,15 +87,15 @@ export const kbConfigsRouter = router({
             retrieval_depth: input.retrievalDepth ?? 5,
             language: input.language ?? 'en',
             system_prompt: input.systemPrompt ?? null,
-            embedding: jsonb(embeddingSettings(embedding)),
+            embedding: embeddingSettings(embedding),
             embedding_api_key_enc: embedding.provider === 'openai' && embedding.apiKey ? secrets.seal(embedding.apiKey) : null,
-            serving_embedding: jsonb(embeddingSettings(embedding)),
+            serving_embedding: embeddingSettings(embedding),
             serving_embedding_api_key_enc: embedding.provider === 'openai' && embedding.apiKey ? secrets.seal(embedding.apiKey) : null,
-            llm: input.llm ? jsonb<LlmSettings>({ provider: input.llm.provider, model: input.llm.model, baseUrl: input.llm.baseUrl }) : null,
+            llm: input.llm ? ({ provider: input.llm.provider, model: input.llm.model, baseUrl: input.llm.baseUrl } satisfies LlmSettings) : null,
             llm_api_key_enc: input.llm?.apiKey ? secrets.seal(input.llm.apiKey) : null,
             memory_enabled: input.memory?.enabled ?? true,
             memory_max_messages: input.memory?.maxMessages ?? 10,
-            tools: jsonb([]),
+            tools: [],
           }),
         (created) => [webhookEvent(ctx.owner.id, 'knowledge_base.created', repo.toKbConfig(created))],
       );
@@ -170,7 +169,7 @@ export const kbConfigsRouter = router({
               memory_max_messages: input.memory?.maxMessages,
               ...(input.embedding
                 ? {
-                    embedding: jsonb(nextEmbedding!),
+                    embedding: nextEmbedding!,
                     embedding_api_key_enc: nextEmbeddingKey,
                     // Same model, new key: the serving side uses it too. A new model waits for the switch.
                     ...(embeddingChanged ? {} : { serving_embedding_api_key_enc: nextEmbeddingKey }),
@@ -178,7 +177,7 @@ export const kbConfigsRouter = router({
                 : {}),
               ...(input.llm !== undefined
                 ? {
-                    llm: input.llm ? jsonb<LlmSettings>({ provider: input.llm.provider, model: input.llm.model, baseUrl: input.llm.baseUrl }) : null,
+                    llm: input.llm ? ({ provider: input.llm.provider, model: input.llm.model, baseUrl: input.llm.baseUrl } satisfies LlmSettings) : null,
                     llm_api_key_enc: nextLlmKey,
                   }
                 : {}),

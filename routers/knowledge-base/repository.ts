@@ -89,14 +89,30 @@ export async function bumpContentVersion(db: Db, configId: string) {
     .execute();
 }
 
+const CONFIG_JSON_COLUMNS = ['embedding', 'serving_embedding', 'llm', 'tools'] as const;
+
+/** Callers pass the JSON columns as objects; they are encoded as jsonb here, with the rest of the statement. */
+function encodeJsonColumns<T extends Partial<Record<(typeof CONFIG_JSON_COLUMNS)[number], unknown>>>(values: T): T {
+  const encoded: Record<string, unknown> = { ...values };
+  for (const column of CONFIG_JSON_COLUMNS) {
+    const value = values[column];
+    if (value !== undefined && value !== null) encoded[column] = jsonb(value);
+  }
+  return encoded as T;
+}
+
 export const insertConfig = (db: Db, values: InsertObject<DB, 'kb_configs'>) =>
-  db.insertInto('kb_configs').values(values).returningAll().executeTakeFirstOrThrow();
+  db.insertInto('kb_configs').values(encodeJsonColumns(values)).returningAll().executeTakeFirstOrThrow();
 
 /** With `newEmbeddingVersion`, the target embedding version goes up by one (the serving one follows after re-embedding). */
 export const updateConfig = (db: Db, id: string, changes: UpdateObject<DB, 'kb_configs'>, newEmbeddingVersion: boolean) =>
   db
     .updateTable('kb_configs')
-    .set((eb) => ({ ...changes, ...(newEmbeddingVersion ? { embedding_version: eb('embedding_version', '+', 1) } : {}), updated_at: new Date() }))
+    .set((eb) => ({
+      ...encodeJsonColumns(changes),
+      ...(newEmbeddingVersion ? { embedding_version: eb('embedding_version', '+', 1) } : {}),
+      updated_at: new Date(),
+    }))
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirstOrThrow();
