@@ -5,6 +5,7 @@ import { AppError } from '../schema/errors.ts';
 import type { AppDeps, Context } from '../routers/context.ts';
 import { resolveCaller } from '../routers/auth/caller.ts';
 import { sendError } from '../adapters/inbound/envelope.ts';
+import { HTTP_STATUS } from '../adapters/inbound/http-status.ts';
 
 export type AdapterHandler = (req: IncomingMessage, res: ServerResponse, ctx: Context, url: URL) => Promise<void>;
 
@@ -79,11 +80,11 @@ const ACME_CHALLENGE_PATH = '/.well-known/acme-challenge/';
 async function answerAcmeChallenge(deps: AppDeps, res: ServerResponse, token: string) {
   try {
     const keyAuthorization = /^[A-Za-z0-9_-]{1,256}$/.test(token) ? await findChallenge(deps.database.db, token) : undefined;
-    res.writeHead(keyAuthorization ? 200 : 404, { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store' });
+    res.writeHead(keyAuthorization ? 200 : HTTP_STATUS.NOT_FOUND, { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store' });
     res.end(keyAuthorization ?? 'unknown challenge');
   } catch (error) {
     deps.errorReporter.capture(error, { path: ACME_CHALLENGE_PATH });
-    if (!res.headersSent) res.writeHead(503, { 'Content-Type': 'text/plain; charset=utf-8' });
+    if (!res.headersSent) res.writeHead(HTTP_STATUS.SERVICE_UNAVAILABLE, { 'Content-Type': 'text/plain; charset=utf-8' });
     res.end();
   }
 }

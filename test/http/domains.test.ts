@@ -346,4 +346,15 @@ describe.skipIf(!dnsServerRunnable)('custom domains', () => {
     expect((await app.request('DELETE', `/api/v1/domains/${mine.id}`, { token: a.token })).status).toBe(200);
     expect((await app.request('GET', `/api/v1/domains/${mine.id}`, { token: a.token })).status).toBe(404);
   });
+  it('with PUBLIC_ORIGINS set, a hostname nobody registered is 421 (misdirected), never another page', async () => {
+    const peer = await app.startPeer({ PUBLIC_ORIGINS: 'https://chat-service.test' });
+    try {
+      const stranger = await peer.request('GET', '/', { headers: { host: 'nobody.example.test' } });
+      expect(stranger.status).toBe(421);
+      expect(stranger.text).toContain('not served here');
+      expect((await peer.request('GET', '/', { headers: { host: 'chat-service.test' } })).status).not.toBe(421);
+    } finally {
+      await peer.stop();
+    }
+  });
 });

@@ -6,6 +6,7 @@ import { describeHost } from '../../../routers/domains/routes.ts';
 import { normalizeHostname } from '../../../routers/domains/hostname.ts';
 import { browserAsset, IMMUTABLE_CACHE_CONTROL, type BrowserAsset } from '../browser-assets.ts';
 import { sendError } from '../envelope.ts';
+import { HTTP_STATUS } from '../http-status.ts';
 
 /** The bundles the hosted page and the loader are made of (built in memory by build.ts). */
 export interface WebBundles {
@@ -175,7 +176,7 @@ export function createWebHandler(deps: Pick<AppDeps, 'database' | 'logger' | 'co
       const page = SLUG.test(slug) ? await hostedPageOf(deps, slug) : undefined;
       const html = pageHtml(built, page, url.searchParams.get('embed') === '1');
       const headers = { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-cache', ...hostedPageHeaders(page?.allowedOrigins ?? []) };
-      send(req, res, page ? 200 : 404, headers, html);
+      send(req, res, page ? 200 : HTTP_STATUS.NOT_FOUND, headers, html);
     },
   };
 
@@ -198,7 +199,7 @@ export function createWebHandler(deps: Pick<AppDeps, 'database' | 'logger' | 'co
       return send(
         req,
         res,
-        custom.kind === 'not_serving' ? 404 : 421,
+        HTTP_STATUS[custom.kind === 'not_serving' ? 'NOT_FOUND' : 'MISDIRECTED_REQUEST'],
         headers,
         `<!doctype html><html lang="en"><meta charset="utf-8"><title>Not available</title><p>${text}</p></html>`,
       );
