@@ -11,17 +11,19 @@ const AVATAR_SIZE = 256;
 export async function processAvatar(bytes: Uint8Array): Promise<Buffer> {
   // Loaded on first use: libvips is ~7 MB resident that a service whose owners never upload an avatar does not need.
   const { default: sharp } = await import('sharp');
-  // One instance: the header read for the format check is the one the pipeline then decodes.
-  const image = sharp(bytes, { limitInputPixels: 40_000_000, failOn: 'error' });
+  // One instance: the header read for the format check is the one the pipeline then decodes. Its constructor throws
+  // too (an empty file), so it is made inside the check.
+  let image: ReturnType<typeof sharp> | undefined;
   let format: string | undefined;
   try {
+    image = sharp(bytes, { limitInputPixels: 40_000_000, failOn: 'error' });
     format = (await image.metadata()).format;
   } catch {
     format = undefined;
   }
   // Only the raster formats we name: sharp would also render SVG (a script-bearing, reference-following format) and
   // read TIFF, PDF or raw pixel dumps, none of which an avatar needs.
-  if (format === undefined || !AVATAR_FORMATS.has(format)) throw notAnImage();
+  if (image === undefined || format === undefined || !AVATAR_FORMATS.has(format)) throw notAnImage();
   try {
     return await image.rotate().resize(AVATAR_SIZE, AVATAR_SIZE, { fit: 'cover' }).webp({ quality: 85 }).toBuffer();
   } catch {

@@ -209,6 +209,8 @@ describe('chat interfaces', () => {
       bytes: Buffer.from('definitely not a png'),
     });
     expect(notImage.status).toBe(415);
+    const empty = await multipart(`/api/v1/chat-interfaces/${ci.id}/avatar`, a.token, { name: 'x.png', type: 'image/png', bytes: Buffer.alloc(0) });
+    expect(empty.status, empty.text).toBe(415);
     // sharp can render SVG, but an avatar is one of the raster formats the error names.
     const svg = await multipart(`/api/v1/chat-interfaces/${ci.id}/avatar`, a.token, {
       name: 'x.svg',

@@ -135,7 +135,7 @@ describe('toClientError', () => {
 
 describe('HTTP_STATUS', () => {
   it('covers exactly the codes of ERROR_CODES with an allowed status', () => {
-    const allowed = new Set([400, 401, 403, 404, 405, 408, 409, 413, 415, 429, 431, 500, 502, 503, 504]);
+    const allowed = new Set([400, 401, 403, 404, 405, 408, 409, 413, 415, 421, 429, 431, 500, 502, 503, 504]);
     expect(Object.keys(HTTP_STATUS).sort()).toEqual([...ERROR_CODES].sort());
     for (const code of ERROR_CODES) {
       expect(allowed.has(HTTP_STATUS[code]), `${code} -> ${HTTP_STATUS[code]}`).toBe(true);
@@ -157,6 +157,7 @@ describe('HTTP_STATUS', () => {
       PAYLOAD_TOO_LARGE: 413,
       UNSUPPORTED_MEDIA_TYPE: 415,
       HEADERS_TOO_LARGE: 431,
+      MISDIRECTED_REQUEST: 421,
       RATE_LIMITED: 429,
       UPSTREAM_CONNECTION_FAILED: 502,
       UPSTREAM_INVALID_RESPONSE: 502,
