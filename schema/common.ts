@@ -8,7 +8,7 @@ const NO_SUCH_ID = '00000000-0000-0000-0000-000000000000';
  * so it is looked up as an id that exists nowhere and the procedure answers its usual 404 (never a 400, never a
  * database cast error), without a guard of its own.
  */
-export const lookupId = (value: string) => (isUuid(value) ? value : NO_SUCH_ID);
+export const lookupId = (value: string) => (isUuid(value) ? value.toLowerCase() : NO_SUCH_ID);
 /** Whether lookupId found the id malformed: for a procedure that answers 404 before validating the rest of its input. */
 export const namesNothing = (id: string) => id === NO_SUCH_ID;
 /** A resource id as given (path, query or body), before lookupId. */

@@ -9,7 +9,9 @@ import { ownerProcedure, publicProcedure, router } from '../trpc.ts';
 import { AVATAR_MAX_UPLOAD_BYTES, processAvatar } from './avatar.ts';
 import * as repo from './repository.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
-import { findConfig } from '../knowledge-base/repository.ts';
+import { lockOwnedConfigId } from '../knowledge-base/repository.ts';
+import type { Transaction } from 'kysely';
+import type { DB } from '../../db/types.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import { testConnectionProcedure } from './test-connection.ts';
 import { checkAddressAtSave, withWarnings } from '../address-at-save.ts';
@@ -70,13 +72,14 @@ const conflict = () => new AppError('CONFLICT', 'Slug already in use', 'slug: ch
 
 /**
  * configId must name one of the owner's knowledge bases (another owner's is as unknown as a missing one: 404, as the
- * spec's error table says). Gives the id in its stored form, so that deleting the knowledge base finds the interface.
+ * spec's error table says). Checked in the transaction that stores it, with the row locked until it commits: a
+ * deletion running at the same moment then detaches this interface too. Gives the id in its stored form.
  */
-async function ownedConfigId<T extends string | null | undefined>(db: AppDeps['database']['db'], ownerId: string, configId: T): Promise<T | string> {
+async function ownedConfigId<T extends string | null | undefined>(trx: Transaction<DB>, ownerId: string, configId: T): Promise<T | string> {
   if (!configId) return configId;
-  const found = await findConfig(db, ownerId, lookupId(configId));
+  const found = await lockOwnedConfigId(trx, ownerId, lookupId(configId));
   if (!found) throw new AppError('NOT_FOUND', 'Knowledge base configuration not found', 'configId: no knowledge base configuration with this id');
-  return found.id;
+  return found;
 }
 
 export const chatInterfacesRouter = router({
@@ -105,17 +108,16 @@ export const chatInterfacesRouter = router({
     .output(z.object({ chatInterface: chatInterfaceSchema, warnings: saveWarningsSchema }))
     .mutation(async ({ ctx, input }) => {
       const warning = await checkEndpoint(ctx.deps, input.endpointUrl);
-      const configId = await ownedConfigId(ctx.deps.database.db, ctx.owner.id, input.configId);
       try {
         const row = await withEvents(
           ctx.deps,
-          (trx) =>
+          async (trx) =>
             repo.insertInterface(trx, {
               id: randomUUID(),
               owner_id: ctx.owner.id,
               name: input.name,
               slug: input.slug ?? slugFrom(input.name),
-              config_id: configId ?? null,
+              config_id: (await ownedConfigId(trx, ctx.owner.id, input.configId)) ?? null,
               endpoint_url: input.endpointUrl ?? null,
               endpoint_type: input.endpointType ?? null,
               endpoint_api_key_enc: input.apiKey ? ctx.deps.secrets.seal(input.apiKey) : null,
@@ -160,11 +162,9 @@ export const chatInterfacesRouter = router({
     .mutation(async ({ ctx, input }) => {
       if (namesNothing(input.id)) throw notFound();
       const warning = await checkEndpoint(ctx.deps, input.endpointUrl);
-      const configId = await ownedConfigId(ctx.deps.database.db, ctx.owner.id, input.configId);
       const changes = {
         name: input.name,
         slug: input.slug,
-        config_id: configId,
         endpoint_url: input.endpointUrl,
         endpoint_type: input.endpointType,
         endpoint_api_key_enc:
@@ -184,7 +184,7 @@ export const chatInterfacesRouter = router({
       try {
         const row = await withEvents(
           ctx.deps,
-          (trx) => repo.updateInterface(trx, ctx.owner.id, input.id, changes),
+          async (trx) => repo.updateInterface(trx, ctx.owner.id, input.id, { ...changes, config_id: await ownedConfigId(trx, ctx.owner.id, input.configId) }),
           (updated) => (updated ? [webhookEvent(ctx.owner.id, 'chat_interface.updated', toChatInterface(updated))] : []),
         );
         ctx.deps.apiKeyCache.invalidate();

@@ -63,6 +63,13 @@ export const findConfig = (db: Db, ownerId: string, id: string) =>
 export const findOwnedConfigId = async (db: Db, ownerId: string, id: string) =>
   (await db.selectFrom('kb_configs').select('id').where('owner_id', '=', ownerId).where('id', '=', id).executeTakeFirst())?.id;
 
+/**
+ * The same check inside a transaction that will refer to the configuration: its row is locked against deletion
+ * until that transaction ends, so the deletion's detaching of interfaces sees the new reference.
+ */
+export const lockOwnedConfigId = async (trx: Transaction<DB>, ownerId: string, id: string) =>
+  (await trx.selectFrom('kb_configs').select('id').where('owner_id', '=', ownerId).where('id', '=', id).forShare().executeTakeFirst())?.id;
+
 export const findConfigById = (db: Db, id: string) => db.selectFrom('kb_configs').selectAll().where('id', '=', id).executeTakeFirst();
 
 export const listDocuments = (db: Db, ownerId: string, configId: string) =>
