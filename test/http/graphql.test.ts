@@ -1,6 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERROR_CODES } from '../../schema/errors.ts';
+import { HTTP_STATUS } from '../../adapters/inbound/http-status.ts';
+import { ERROR_CODES, type ErrorCode } from '../../schema/errors.ts';
 import { startTestApp, type TestApp, type TestResponse } from '../helpers/test-app.ts';
 
 interface Owner {
@@ -258,6 +259,7 @@ describe('GraphQL (/graphql)', () => {
       [() => gql('query { me { id ', { token: a.token }), 'BAD_REQUEST'],
       [() => app.request('POST', '/graphql', { token: a.token, rawBody: '{"query": ', headers: { 'content-type': 'application/json' } }), 'BAD_REQUEST'],
       [() => gql(`query { me { id } } # ${'x'.repeat(2 * 1024 * 1024)}`, { token: a.token }), 'PAYLOAD_TOO_LARGE'],
+      [() => app.request('PUT', '/graphql', { token: a.token, body: { query: '{ me { id } }' } }), 'METHOD_NOT_ALLOWED'],
     ];
     for (const [send, code] of cases) {
       const res = await send();
@@ -265,6 +267,7 @@ describe('GraphQL (/graphql)', () => {
       expect(codes.length, res.text.slice(0, 200)).toBeGreaterThan(0);
       expect(codes, res.text.slice(0, 200)).toContain(code);
       for (const one of codes) expect(ERROR_CODES).toContain(one);
+      if (res.status !== 200) expect(res.status, code).toBe(HTTP_STATUS[code as ErrorCode]);
     }
   });
 

@@ -67,7 +67,8 @@ const isErrorCode = (code: unknown): code is ErrorCode => typeof code === 'strin
 
 /** The code an error reaches the client with: ours as it is, another by its name or, failing that, by its HTTP status. */
 function closedListCode(code: unknown, status: number | undefined): ErrorCode {
-  if (isErrorCode(code)) return code;
+  // Yoga also uses BAD_REQUEST, ours by name, for a 405 (a mutation over GET, PUT /graphql): the status decides then.
+  if (isErrorCode(code) && (status === undefined || HTTP_STATUS[code] === status)) return code;
   const named = typeof code === 'string' ? YOGA_CODES[code] : undefined;
   if (named) return named;
   const byStatus = ERROR_CODES.find((candidate) => HTTP_STATUS[candidate] === status && candidate !== 'VALIDATION_FAILED' && candidate !== 'MALFORMED_JSON');
@@ -85,7 +86,7 @@ const closedListCodes: Plugin = {
     for (const one of Array.isArray(result) ? result : [result]) {
       for (const error of (one as { errors?: readonly GraphQLError[] }).errors ?? []) {
         const extensions = error.extensions as Record<string, unknown> | undefined;
-        if (!extensions || isErrorCode(extensions.code)) continue;
+        if (!extensions) continue;
         extensions.code = closedListCode(extensions.code, (extensions.http as { status?: number } | undefined)?.status);
       }
     }
