@@ -18,7 +18,7 @@ export const idParam = idText.transform(lookupId);
 export const timestamp = z.string().meta({ format: 'date-time', example: '2026-01-01T12:00:00.000Z' });
 
 /** C0 control characters (CR, LF, tab, NUL, ...) and DEL. */
-const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
 /**
  * A name or a subject: one line of text, trimmed. These reach mail headers (a Subject, a calendar invitation's
  * display names), where a line break ends the header and starts another, so one is refused (400 naming the field)

@@ -28,6 +28,14 @@ export const ERROR_CODES = [
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
+/** Validation issues as `details`: `path.to.field: message`, at most ten, joined by `; `. */
+export function describeIssues(issues: ReadonlyArray<{ path: readonly PropertyKey[]; message: string }>): string {
+  return issues
+    .slice(0, 10)
+    .map((i) => `${i.path.length ? i.path.map(String).join('.') : '(body)'}: ${i.message}`)
+    .join('; ');
+}
+
 export class AppError extends Error {
   override readonly name = 'AppError';
   constructor(

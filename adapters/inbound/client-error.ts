@@ -1,5 +1,5 @@
 import { TRPCError } from '@trpc/server';
-import { AppError, type ErrorCode } from '../../schema/errors.ts';
+import { AppError, describeIssues, type ErrorCode } from '../../schema/errors.ts';
 
 interface Issue {
   path: PropertyKey[];
@@ -8,13 +8,6 @@ interface Issue {
 
 function isZodLike(error: unknown): error is { issues: Issue[] } {
   return typeof error === 'object' && error !== null && Array.isArray((error as { issues?: unknown }).issues);
-}
-
-export function describeIssues(issues: Issue[]): string {
-  return issues
-    .slice(0, 10)
-    .map((i) => `${i.path.length ? i.path.map(String).join('.') : '(body)'}: ${i.message}`)
-    .join('; ');
 }
 
 const FROM_TRPC: Partial<Record<TRPCError['code'], ErrorCode>> = {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Stripe } from '../../adapters/outbound/billing/stripe-client.ts';
-import { AppError } from '../../schema/errors.ts';
+import { CONTROL_CHARACTER } from '../../schema/common.ts';
+import { AppError, describeIssues } from '../../schema/errors.ts';
 import { findIllFormedText } from '../../schema/text-input.ts';
 
 /**
@@ -9,14 +10,12 @@ import { findIllFormedText } from '../../schema/text-input.ts';
  * and never reaches the database or a Stripe call as a crash (500) or a provider failure (502).
  */
 
-const CONTROL = /[\u0000-\u001f\u007f]/;
-
 /** An id or event type: Stripe writes short ASCII, so a control character or text PostgreSQL cannot store is not one. */
 const stripeText = z
   .string()
   .min(1)
   .max(255)
-  .refine((text) => !CONTROL.test(text) && findIllFormedText(text) === null, 'must not contain control characters or unpaired surrogates');
+  .refine((text) => !CONTROL_CHARACTER.test(text) && findIllFormedText(text) === null, 'must not contain control characters or unpaired surrogates');
 
 /** Another object as an event names it: its id, the object expanded (with its id), or nothing. */
 const reference = z.union([stripeText, z.looseObject({ id: stripeText })], { error: 'must be an id, an object with its id, or null' }).nullish();
@@ -55,11 +54,6 @@ export const isHandledEventType = (type: string) => HANDLED_OBJECTS.has(type);
 const envelope = z.looseObject({ id: stripeText, type: stripeText });
 
 const malformed = (details: string) => new AppError('VALIDATION_FAILED', 'Not a well-formed Stripe event', details);
-const describe = (issues: z.core.$ZodIssue[]) =>
-  issues
-    .slice(0, 10)
-    .map((issue) => `${issue.path.length ? issue.path.map(String).join('.') : '(body)'}: ${issue.message}`)
-    .join('; ');
 
 /**
  * Parses a verified webhook body. An event of a type we do not act on needs only its id and type (it is answered
@@ -74,11 +68,11 @@ export function parseStripeEvent(payload: string): Stripe.Event {
   }
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw malformed('(body): must be a JSON object (a Stripe event)');
   const head = envelope.safeParse(body);
-  if (!head.success) throw malformed(describe(head.error.issues));
+  if (!head.success) throw malformed(describeIssues(head.error.issues));
   const object = HANDLED_OBJECTS.get(head.data.type);
   if (object) {
     const full = z.looseObject({ data: z.looseObject({ object }) }).safeParse(body);
-    if (!full.success) throw malformed(describe(full.error.issues));
+    if (!full.success) throw malformed(describeIssues(full.error.issues));
   }
   return body as Stripe.Event;
 }

@@ -53,6 +53,19 @@ function page(all: Obj[], query: URLSearchParams, url: string) {
   return list(slice, url, start + limit < all.length);
 }
 
+/** The service's settings that point it at this fake: its key, API URL, prices and outbound allowance. */
+export function stripeSettings(stripe: FakeStripe, webhookSecret: string) {
+  return {
+    STRIPE_SECRET_KEY: stripe.secretKey,
+    STRIPE_WEBHOOK_SECRET: webhookSecret,
+    STRIPE_API_URL: stripe.url,
+    STRIPE_PRICES: Object.entries(stripe.prices)
+      .map(([plan, price]) => `${plan}=${price}`)
+      .join(','),
+    OUTBOUND_ALLOW_HOSTS: stripe.hostPort,
+  };
+}
+
 export async function startFakeStripe(): Promise<FakeStripe> {
   const secretKey = `sk_test_${randomBytes(16).toString('hex')}`;
   const customers = new Map<string, Obj>();

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeStripe, type FakeStripe } from '../helpers/fake-stripe.ts';
+import { startFakeStripe, stripeSettings, type FakeStripe } from '../helpers/fake-stripe.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 /**
@@ -32,15 +32,7 @@ async function paidOwner(prefix: string) {
 
 beforeAll(async () => {
   stripe = await startFakeStripe();
-  app = await startTestApp({
-    STRIPE_SECRET_KEY: stripe.secretKey,
-    STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
-    STRIPE_API_URL: stripe.url,
-    STRIPE_PRICES: Object.entries(stripe.prices)
-      .map(([k, v]) => `${k}=${v}`)
-      .join(','),
-    OUTBOUND_ALLOW_HOSTS: stripe.hostPort,
-  });
+  app = await startTestApp(stripeSettings(stripe, WEBHOOK_SECRET));
 });
 afterAll(async () => {
   await app?.stop();

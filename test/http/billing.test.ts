@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type Stripe from 'stripe';
-import { startFakeStripe, type FakeStripe } from '../helpers/fake-stripe.ts';
+import { startFakeStripe, stripeSettings, type FakeStripe } from '../helpers/fake-stripe.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 
@@ -48,12 +48,7 @@ beforeAll(async () => {
   stripe = await startFakeStripe();
   receiver = await startWebhookReceiver();
   const env = {
-    STRIPE_SECRET_KEY: stripe.secretKey,
-    STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
-    STRIPE_API_URL: stripe.url,
-    STRIPE_PRICES: Object.entries(stripe.prices)
-      .map(([k, v]) => `${k}=${v}`)
-      .join(','),
+    ...stripeSettings(stripe, WEBHOOK_SECRET),
     OUTBOUND_ALLOW_HOSTS: `${stripe.hostPort},${receiver.hostPort}`,
     CRON_SECRET,
     ADMIN_EMAILS: 'billing-boss@example.com',

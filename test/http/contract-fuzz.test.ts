@@ -42,7 +42,7 @@ import { ERROR_CODES, type ErrorCode } from '../../schema/errors.ts';
 import { HTTP_STATUS } from '../../adapters/inbound/http-status.ts';
 import { insertWebhook } from '../../routers/webhooks/repository.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
-import { type FakeStripe, startFakeStripe } from '../helpers/fake-stripe.ts';
+import { type FakeStripe, startFakeStripe, stripeSettings } from '../helpers/fake-stripe.ts';
 import { sendRaw, sendTruncated, type RawOutcome, type RawResponse } from '../helpers/raw-https.ts';
 
 // ajv-formats is CommonJS: under NodeNext its default import is the module object, whose `default` is the plugin.
@@ -1354,13 +1354,7 @@ describe('contract fuzz of every operation in the OpenAPI document', () => {
     // Billing is on, against the local Stripe-speaking server: its routes are fuzzed past the "not configured" answer.
     stripe = await startFakeStripe();
     app = await startTestApp({
-      STRIPE_SECRET_KEY: stripe.secretKey,
-      STRIPE_WEBHOOK_SECRET: 'whsec_fuzz_0123456789abcdef',
-      STRIPE_API_URL: stripe.url,
-      STRIPE_PRICES: Object.entries(stripe.prices)
-        .map(([k, v]) => `${k}=${v}`)
-        .join(','),
-      OUTBOUND_ALLOW_HOSTS: stripe.hostPort,
+      ...stripeSettings(stripe, 'whsec_fuzz_0123456789abcdef'),
       ADMIN_EMAILS: adminEmail,
       CRON_SECRET,
       RATE_LIMIT_DEFAULT: '100000',

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { describeIssues, toClientError } from '../../adapters/inbound/client-error.ts';
+import { toClientError } from '../../adapters/inbound/client-error.ts';
 import { HTTP_STATUS } from '../../adapters/inbound/http-status.ts';
 import type { AppDeps, Context } from '../../routers/context.ts';
 import { createCallerFactory, publicProcedure, router, TRPCError } from '../../routers/trpc.ts';
-import { AppError, ERROR_CODES } from '../../schema/errors.ts';
+import { AppError, describeIssues, ERROR_CODES } from '../../schema/errors.ts';
 import { loadConfig } from '../../schema/config.ts';
 import { createMemoryRateLimiter } from '../../adapters/outbound/rate-limit/memory.ts';
 
