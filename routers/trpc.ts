@@ -102,9 +102,14 @@ export async function enforceSharedBudget(ctx: Context, name: string, limit: num
 
 async function countHit(ctx: Context, key: string, limit: number) {
   const decision = await ctx.deps.rateLimiter.hit(key, limit, ctx.deps.config.RATE_LIMIT_WINDOW_SECONDS * 1000);
-  ctx.responseHeaders['X-RateLimit-Limit'] = String(decision.limit);
-  ctx.responseHeaders['X-RateLimit-Remaining'] = String(decision.remaining);
-  ctx.responseHeaders['X-RateLimit-Reset'] = String(decision.resetAt);
+  // A call may count against several budgets (per caller, per client IP, shared). The headers describe the one
+  // nearest to refusing, so a client that pauses when Remaining reaches 0 is never refused while it reads more.
+  const shown = ctx.responseHeaders['X-RateLimit-Remaining'];
+  if (shown === undefined || !decision.allowed || decision.remaining < Number(shown)) {
+    ctx.responseHeaders['X-RateLimit-Limit'] = String(decision.limit);
+    ctx.responseHeaders['X-RateLimit-Remaining'] = String(decision.remaining);
+    ctx.responseHeaders['X-RateLimit-Reset'] = String(decision.resetAt);
+  }
   if (!decision.allowed) {
     ctx.responseHeaders['Retry-After'] = String(decision.retryAfterSeconds);
     await noteRefusal(ctx, key);
@@ -232,14 +237,17 @@ export const visitorProcedure = t.procedure.meta({ auth: 'visitor' }).use(
 
 /** Internal cron calls: `Authorization: Bearer <CRON_SECRET>`, compared in constant time. */
 export const cronProcedure = t.procedure.meta({ auth: 'cron' }).use(
-  guarded((ctx) => {
+  guarded(async (ctx) => {
     const secret = ctx.deps.config.CRON_SECRET;
     const given = /^Bearer\s+(\S+)$/i.exec(ctx.authorization ?? '')?.[1] ?? '';
     // Digests have equal lengths whatever was sent, so the comparison itself can neither throw nor leak length.
     const digest = (value: string) => createHash('sha256').update(value).digest();
     const ok = secret !== undefined && given !== '' && timingSafeEqual(digest(given), digest(secret));
-    if (!ok) throw new AppError('UNAUTHORIZED', 'Invalid cron secret');
-    return nothingAdded;
+    if (ok) return nothingAdded;
+    // A valid credential of another kind is the wrong kind (403), as everywhere else; anything else is 401.
+    const caller = await ctx.getCaller();
+    if (caller.kind !== 'anonymous') throw new AppError('FORBIDDEN', 'This operation needs the cron secret');
+    throw new AppError('UNAUTHORIZED', 'Invalid cron secret');
   }),
 );
 

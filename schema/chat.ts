@@ -26,7 +26,9 @@ export const chatResponseSchema = z
     usage: usageSchema,
     sessionId: z.string(),
     toolCalls: z.array(toolCallSchema),
-    formConfig: z.record(z.string(), z.unknown()).nullable().meta({ description: 'A form for the widget to show (lead capture)' }),
+    formConfig: z
+      .record(z.string(), z.unknown())
+      .meta({ description: 'A form for the widget to show (lead capture); an empty object when there is none (the spec types it as an object)' }),
   })
   .meta({ id: 'ChatMessageResponse' });
 

@@ -46,15 +46,15 @@ export function toAvailabilityOut(row: repo.AvailabilityRow) {
 
 /** Free slots of an interface in a window (default the next 7 days, at most 62), with local times in `timeZone`. */
 export async function slotsOf(ctx: Pick<Context, 'deps'>, chatInterfaceId: string, window: { from?: string; to?: string; timeZone?: string }) {
-  const row = await repo.findAvailability(ctx.deps.database.db, chatInterfaceId);
-  if (!row) return { timeZone: window.timeZone ?? 'UTC', availabilityTimeZone: null, slots: [] };
-  const now = new Date();
-  const from = window.from ? instant(window.from, 'from') : now;
+  // The window is checked first: the same request is the same 400 whether or not the interface has hours.
+  const from = window.from ? instant(window.from, 'from') : new Date();
   const to = window.to ? instant(window.to, 'to') : new Date(from.getTime() + 7 * DAY_MS);
   if (to <= from) throw new AppError('VALIDATION_FAILED', 'Invalid request parameters', 'to: must be after from');
   if (to.getTime() - from.getTime() > MAX_WINDOW_DAYS * DAY_MS) {
     throw new AppError('VALIDATION_FAILED', 'Invalid request parameters', `to: at most ${MAX_WINDOW_DAYS} days after from`);
   }
+  const row = await repo.findAvailability(ctx.deps.database.db, chatInterfaceId);
+  if (!row) return { timeZone: window.timeZone ?? 'UTC', availabilityTimeZone: null, slots: [] };
   const availability = toAvailability(row);
   const zone = window.timeZone ?? availability.timeZone;
   const slots = (await freeSlotsOf(ctx.deps, chatInterfaceId, availability, { from, to })).map((s) => ({

@@ -56,7 +56,7 @@ export const chatRouter = router({
     .mutation(async ({ ctx, input }) => {
       const prepared = await prepareChat(
         ctx.deps,
-        { kind: 'apiKey', chatInterfaceId: ctx.apiKey.chatInterfaceId, chatInterface: ctx.apiKey.chatInterface },
+        { kind: 'apiKey', ownerId: ctx.apiKey.ownerId, chatInterfaceId: ctx.apiKey.chatInterfaceId, chatInterface: ctx.apiKey.chatInterface },
         input,
         ctx.requestId,
         ctx.signal,
@@ -74,6 +74,8 @@ export const chatRouter = router({
         protect: true,
         errorResponses: { 404: 'No such session for this caller' },
       },
+      // The spec's limit for chat endpoints covers its whole "Chat and messaging" group.
+      rateLimit: 'chat',
     })
     .input(z.object({ sessionId: sessionIdSchema, limit: queryInt({ min: 1, max: 500 }).default(100).meta({ description: 'The newest this many messages' }) }))
     .output(
@@ -95,6 +97,7 @@ export const chatRouter = router({
         errorResponses: { 404: 'No such session of yours' },
       },
       successStatus: 201,
+      rateLimit: 'chat',
     })
     .input(z.object({ sessionId: sessionIdSchema, message: z.string().trim().min(1).max(4000), role: z.enum(['operator', 'assistant']).default('operator') }))
     .output(z.object({ message: chatMessageSchema }))

@@ -17,7 +17,7 @@ describe('tool selection', () => {
 
   it('booking intent calls book_slot with its settings (the turn adds the free slots); disabled tools and plain questions yield nothing', () => {
     const result = selectToolCalls('I would like to book an appointment', [booking]);
-    expect(result.formConfig).toBeNull();
+    expect(result.formConfig).toEqual({});
     expect(result.toolCalls).toEqual([{ name: 'book_slot', arguments: { slotsOffered: 4, daysAhead: 14 } }]);
     expect(selectToolCalls('book a table', [{ ...booking, enabled: false }]).toolCalls).toEqual([]);
     expect(selectToolCalls('What is your return policy?', [lead, booking]).toolCalls).toEqual([]);

@@ -14,7 +14,7 @@ const BOOKING_INTENT = /\b(book|booking|appointment|schedule|reserve|reservation
  * Decides which of a knowledge base's enabled tools the visitor's message calls: lead capture yields the
  * form the widget shows; booking yields the next free slots to choose from.
  */
-export function selectToolCalls(message: string, tools: KbToolSetting[]): { toolCalls: ToolCall[]; formConfig: Record<string, unknown> | null } {
+export function selectToolCalls(message: string, tools: KbToolSetting[]): { toolCalls: ToolCall[]; formConfig: Record<string, unknown> } {
   const lead = tools.find((t) => t.name === 'lead_capture' && t.enabled);
   if (lead && CONTACT_INTENT.test(message)) {
     return {
@@ -25,7 +25,7 @@ export function selectToolCalls(message: string, tools: KbToolSetting[]): { tool
   const booking = tools.find((t) => t.name === 'book_slot' && t.enabled);
   if (booking && BOOKING_INTENT.test(message)) {
     // Its arguments (the free slots) are filled in by the turn, which reads the interface's booking hours.
-    return { toolCalls: [{ name: 'book_slot', arguments: { ...(booking.config ?? {}) } }], formConfig: null };
+    return { toolCalls: [{ name: 'book_slot', arguments: { ...(booking.config ?? {}) } }], formConfig: {} };
   }
-  return { toolCalls: [], formConfig: null };
+  return { toolCalls: [], formConfig: {} };
 }

@@ -29,7 +29,7 @@ export interface PreparedChat {
 
 /** Who sends the turn: an API key (with the interface it came with) or a visitor of a public interface. */
 export type ChatSender =
-  | { kind: 'apiKey'; chatInterfaceId: string; chatInterface?: KeyInterface }
+  | { kind: 'apiKey'; ownerId: string; chatInterfaceId: string; chatInterface?: KeyInterface }
   | { kind: 'visitor'; chatInterfaceId: string; visitorId: string };
 
 /**
@@ -47,8 +47,12 @@ export async function prepareChat(
   // The key's own interface came with the key; only a mismatched slug needs a lookup (to tell 403 from 404).
   const known = key.kind === 'apiKey' && key.chatInterface?.slug === input.slug ? key.chatInterface : undefined;
   const iface = known ?? (await repo.findInterfaceBySlug(db, input.slug));
-  // A visitor sees only public interfaces: a private one is as unknown as a missing one.
-  if (!iface || (key.kind === 'visitor' && !('public' in iface && iface.public))) throw new AppError('NOT_FOUND', 'Chat interface not found');
+  // A visitor sees only public interfaces: a private one is as unknown as a missing one. Another owner's interface
+  // is as unknown to a key as a missing one too (the key must not tell which slugs exist); only the owner's own
+  // other interfaces are a 403.
+  if (!iface || (key.kind === 'visitor' ? !('public' in iface && iface.public) : iface.owner_id !== key.ownerId)) {
+    throw new AppError('NOT_FOUND', 'Chat interface not found');
+  }
   if (iface.id !== key.chatInterfaceId) {
     throw new AppError(
       'FORBIDDEN',
@@ -89,7 +93,7 @@ export async function prepareChat(
       requestId,
     },
     session: { id: sessionId, chatInterfaceId: iface.id, ownerId: iface.owner_id, isNew, visitorId },
-    tools: modelTools ? { toolCalls: [], formConfig: null } : await withOfferedSlots(deps, iface, selectToolCalls(input.message, kb?.tools ?? [])),
+    tools: modelTools ? { toolCalls: [], formConfig: {} } : await withOfferedSlots(deps, iface, selectToolCalls(input.message, kb?.tools ?? [])),
   };
 }
 
@@ -150,7 +154,7 @@ async function withOfferedSlots(deps: Pick<AppDeps, 'database'>, iface: { id: st
 /** The turn's tool calls and form: the model's executed calls when it had tools, intent matching's otherwise. */
 function toolsOf(prepared: PreparedChat, reply: ChatBackendReply) {
   if (!prepared.modelTools) return prepared.tools;
-  return { toolCalls: reply.toolCalls ?? [], formConfig: prepared.modelTools.form.value };
+  return { toolCalls: reply.toolCalls ?? [], formConfig: prepared.modelTools.form.value ?? {} };
 }
 
 /** What the turn adds to the owner's dashboard. */

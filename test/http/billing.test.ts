@@ -321,6 +321,10 @@ describe('trials and the sweep', () => {
   it('the sweep needs the cron secret', async () => {
     expect((await app.request('POST', '/api/v1/cron/trial-expiration')).status).toBe(401);
     expect((await app.request('POST', '/api/v1/cron/trial-expiration', { headers: { authorization: 'Bearer wrong-secret-wrong-secret' } })).status).toBe(401);
+    // A valid credential of another kind is the wrong kind: 403, as on every other operation.
+    const owner = await app.signUp('cron-owner');
+    const withSession = await app.request('POST', '/api/v1/cron/trial-expiration', { token: owner.token });
+    expect([withSession.status, withSession.body.error.code]).toEqual([403, 'FORBIDDEN']);
   });
 });
 

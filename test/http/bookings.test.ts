@@ -145,6 +145,13 @@ describe('available slots', () => {
     expect((await book(a.token, '9999-12-31T00:00:00Z')).status).toBe(400);
     expect((await app.request('GET', base, { token: b.token })).status).toBe(404);
     expect((await app.request('GET', base)).status).toBe(401);
+    // An interface without booking hours refuses the same bad window (it used to answer 200 with no slots).
+    const bare = await app.request('POST', '/api/v1/chat-interfaces', { token: a.token, body: { name: 'No hours' } });
+    expect(bare.status, bare.text).toBe(201);
+    const bareBase = `/api/v1/bookings/available-slots?chatInterfaceId=${bare.body.data.chatInterface.id}`;
+    const reversed = await app.request('GET', `${bareBase}&from=2027-03-12T00:00:00Z&to=2027-03-11T00:00:00Z`, { token: a.token });
+    expect([reversed.status, reversed.body.error?.details]).toEqual([400, 'to: must be after from']);
+    expect((await app.request('GET', bareBase, { token: a.token })).body.data).toEqual({ timeZone: 'UTC', availabilityTimeZone: null, slots: [] });
   });
 });
 

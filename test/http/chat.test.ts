@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestResponse } from '../helpers/test-app.ts';
+import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 import { sseEvents as sse } from '../helpers/sse.ts';
 
 let app: TestApp;
@@ -73,7 +73,7 @@ describe('POST /api/v1/chat/{slug}', () => {
   it('a knowledge-base interface answers with sources, usage and a generated session id (flat response)', async () => {
     const res = await chat(kbChat, kbChat.key, { message: 'How many days do I have to return an item?' });
     expect(res.status, res.text).toBe(200);
-    expect(res.body).toMatchObject({ success: true, toolCalls: [], formConfig: null });
+    expect(res.body).toMatchObject({ success: true, toolCalls: [], formConfig: {} });
     expect(res.body.data).toBeUndefined();
     expect(res.body.message).toContain('30 days');
     expect(res.body.sources[0].metadata.fileName).toBe('returns.txt');
@@ -98,6 +98,8 @@ describe('POST /api/v1/chat/{slug}', () => {
     expect(operator.body.data.message).toMatchObject({ role: 'operator', content: 'Hi, this is Anna from support.' });
     const after = await app.request('GET', `/api/v1/chat-messages/history?sessionId=${sessionId}`, { token: a.token });
     expect(after.body.data.messages.at(-1).role).toBe('operator');
+    // The whole chat-and-messaging group has the chat limit (60), not the default one (100).
+    expect([operator.headers['x-ratelimit-limit'], after.headers['x-ratelimit-limit']]).toEqual(['60', '60']);
   });
 
   it('isolates sessions across interfaces and owners', async () => {
@@ -113,14 +115,19 @@ describe('POST /api/v1/chat/{slug}', () => {
     expect((await chat(kbChat, kbChat.key, { message: 'hi', sessionId: 'api_123_madeup' })).status).toBe(404);
   });
 
-  it("checks the key and the input: 401 without or with a bad key, 403 for another interface's key, 400 for bad messages", async () => {
+  it("checks the key and the input: 401 without or with a bad key, 403 for a key of the owner's other interface, 404 for another owner's, 400 for bad messages", async () => {
     expect((await app.request('POST', `/api/v1/chat/${kbChat.slug}`, { body: { message: 'hi' } })).status).toBe(401);
     expect((await chat(kbChat, 'svc_' + 'a'.repeat(38), { message: 'hi' })).status).toBe(401);
     const wrong = await chat(kbChat, apiChat.key, { message: 'hi' });
     expect(wrong.status).toBe(403);
     expect(wrong.body.error.message).toBe('This API key belongs to another chat interface');
     expect((await chat(kbChat, a.token, { message: 'hi' })).status).toBe(403);
-    expect((await chat({ slug: 'no-such-interface' }, kbChat.key, { message: 'hi' })).status).toBe(404);
+    const unknown = await chat({ slug: 'no-such-interface' }, kbChat.key, { message: 'hi' });
+    expect(unknown.status).toBe(404);
+    // Another owner's interface is as unknown as a missing one: a key must not tell which slugs exist.
+    const foreign = await chat(bChat, kbChat.key, { message: 'hi' });
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.error).toEqual(unknown.body.error);
     for (const body of [{}, { message: '' }, { message: '   ' }, { message: 'x'.repeat(4001) }, { message: 'hi', sessionId: 'bad id!' }]) {
       const res = await chat(kbChat, kbChat.key, body);
       expect(res.status, JSON.stringify(body).slice(0, 50)).toBe(400);

@@ -160,12 +160,22 @@ describe('limits against distributed bots', () => {
     const limited = await startTestApp({ TRUST_PROXY: '1', RATE_LIMIT_SUPPORT: '2', RATE_LIMIT_SUPPORT_GLOBAL: '5' });
     try {
       const from = (ip: string) => contact({}, limited, { 'x-forwarded-for': ip });
-      expect((await from('198.51.100.1')).status).toBe(202);
-      expect((await from('198.51.100.1')).status).toBe(202);
+      // The headers describe the budget nearest to refusing: the per-IP one here (2), not the shared one (5), so
+      // a client that stops at Remaining 0 is never refused.
+      const first = await from('198.51.100.1');
+      expect(first.status).toBe(202);
+      expect([first.headers['x-ratelimit-limit'], first.headers['x-ratelimit-remaining']]).toEqual(['2', '1']);
+      const second = await from('198.51.100.1');
+      expect(second.status).toBe(202);
+      expect([second.headers['x-ratelimit-limit'], second.headers['x-ratelimit-remaining']]).toEqual(['2', '0']);
       const perIp = await from('198.51.100.1');
       expect(perIp.status).toBe(429);
       expect(perIp.headers['retry-after']).toBeDefined();
-      for (const ip of ['198.51.100.2', '198.51.100.3', '198.51.100.4']) expect((await from(ip)).status).toBe(202);
+      for (const ip of ['198.51.100.2', '198.51.100.3']) expect((await from(ip)).status).toBe(202);
+      // The fifth of the shared budget: it has 0 left, the address's own budget 1, so the shared one is shown.
+      const lastShared = await from('198.51.100.4');
+      expect(lastShared.status).toBe(202);
+      expect([lastShared.headers['x-ratelimit-limit'], lastShared.headers['x-ratelimit-remaining']]).toEqual(['5', '0']);
       // Five accepted in all: a sixth address, never seen before, is refused by the shared budget.
       expect((await from('198.51.100.5')).status).toBe(429);
     } finally {

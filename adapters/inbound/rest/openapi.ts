@@ -83,6 +83,7 @@ const FORBIDDEN_REASON: Partial<Record<AuthRule, string>> = {
   visitor: 'another kind of credential was sent, or the visitor token is for another chat interface',
   enterprise: 'an API key was sent, or the account is not on the enterprise plan',
   admin: 'an API key was sent, or the owner is not an admin',
+  cron: 'an owner session, API key or visitor token was sent instead of the cron secret',
 };
 
 const SSE_FORMAT =
