@@ -117,7 +117,7 @@ describe('buildRouteTable', () => {
     expect(sorted(table.match('PUT', '/api/v1/domains/abc'))).toEqual(['DELETE', 'GET']);
     expect(sorted(table.match('DELETE', '/api/v1/domains'))).toEqual(['GET', 'POST']);
     expect(sorted(table.match('PATCH', '/api/v1/domains/'))).toEqual(['GET', 'POST']);
-    expect(sorted(table.match('POST', '/api/v1/domains/check-reserved'))).toEqual(['DELETE', 'GET']);
+    expect(sorted(table.match('POST', '/api/v1/domains/check-reserved'))).toEqual(['GET']);
     expect(sorted(table.match('DELETE', '/api/v1/domains/x/records/latest'))).toEqual(['GET']);
     expect(table.match('POST', '/api/v1/domains/abc')).toEqual({ allowed: ['GET', 'DELETE'] });
   });

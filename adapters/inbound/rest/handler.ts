@@ -14,6 +14,9 @@ import { enforceRateLimit } from '../../../routers/trpc.ts';
 
 type ProcedureFn = (input: unknown) => Promise<unknown>;
 
+/** The rate-limit name of requests that name no operation: not a procedure path (no procedure has parentheses), no colon. */
+const UNMATCHED_OPERATION = '(unmatched)';
+
 const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> => typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
 
 export interface RestHandlerOptions {
@@ -131,20 +134,48 @@ export function createRestHandler(options: RestHandlerOptions) {
     }
   }
 
+  /** Unexpected errors are reported (and become a 500); every answer carries the rate-limit headers counted so far. */
+  function sendFailure(res: ServerResponse, ctx: Context, url: URL, method: string, error: unknown) {
+    const { appError, unexpected } = toClientError(error);
+    if (unexpected)
+      ctx.deps.errorReporter.capture(error instanceof Error && error.cause instanceof Error ? error.cause : error, {
+        requestId: ctx.requestId,
+        path: url.pathname,
+        method,
+      });
+    sendError(res, appError, ctx.responseHeaders);
+  }
+
+  /**
+   * A request that names no operation (unknown route, wrong method) is still a request of the caller's budget and
+   * carries the rate-limit headers every response has; past the limit it is the 429. All of a caller's such requests
+   * share one count under a name no procedure has, so a scanner makes no new keys and spends no operation's budget.
+   */
+  async function refuseUnmatched(res: ServerResponse, ctx: Context, url: URL, method: string, refusal: AppError, headers: Record<string, string> = {}) {
+    try {
+      await enforceRateLimit(ctx, 'default', UNMATCHED_OPERATION);
+    } catch (error) {
+      return sendFailure(res, ctx, url, method, error);
+    }
+    sendError(res, refusal, { ...ctx.responseHeaders, ...headers });
+  }
+
   return async function handleRest(req: IncomingMessage, res: ServerResponse, ctx: Context, url: URL): Promise<void> {
     const method = req.method ?? 'GET';
     const document = findDocument(options.documents, url.pathname);
     if (document && (method === 'GET' || method === 'HEAD')) {
       const doc = await document.source(document.subPath);
-      if (!doc) return sendError(res, new AppError('NOT_FOUND', 'Route not found', `${url.pathname} is not a document`));
+      if (!doc) return refuseUnmatched(res, ctx, url, method, new AppError('NOT_FOUND', 'Route not found', `${url.pathname} is not a document`));
       return sendDocument(req, res, doc);
     }
     const legacyTarget = legacy(method, url.pathname);
     const match = table.match(method === 'HEAD' ? 'GET' : method, legacyTarget ?? url.pathname);
-    if (!match) return sendError(res, new AppError('NOT_FOUND', 'Route not found', `${method} ${url.pathname} is not an API operation`));
+    if (!match)
+      return refuseUnmatched(res, ctx, url, method, new AppError('NOT_FOUND', 'Route not found', `${method} ${url.pathname} is not an API operation`));
     if ('allowed' in match) {
-      return sendError(res, new AppError('METHOD_NOT_ALLOWED', 'Method not allowed', `${url.pathname} accepts ${match.allowed.join(', ')}`), {
-        Allow: match.allowed.join(', '),
+      const allow = match.allowed.join(', ');
+      return refuseUnmatched(res, ctx, url, method, new AppError('METHOD_NOT_ALLOWED', 'Method not allowed', `${url.pathname} accepts ${allow}`), {
+        Allow: allow,
       });
     }
     const { route, params } = match;
@@ -168,14 +199,7 @@ export function createRestHandler(options: RestHandlerOptions) {
       }
       sendJson(res, ctx.response.status ?? route.meta.successStatus ?? 200, successBody(output, flat), ctx.responseHeaders);
     } catch (error) {
-      const { appError, unexpected } = toClientError(error);
-      if (unexpected)
-        ctx.deps.errorReporter.capture(error instanceof Error && error.cause instanceof Error ? error.cause : error, {
-          requestId: ctx.requestId,
-          path: url.pathname,
-          method,
-        });
-      sendError(res, appError, ctx.responseHeaders);
+      sendFailure(res, ctx, url, method, error);
     }
   };
 }

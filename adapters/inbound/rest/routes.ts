@@ -8,7 +8,6 @@ export interface RestRoute {
   procedurePath: string;
   meta: AppMeta;
   paramNames: string[];
-  pattern: RegExp;
   staticSegments: number;
 }
 
@@ -17,68 +16,100 @@ export interface RouteTable {
   match(method: string, path: string): { route: RestRoute; params: Record<string, string> } | { allowed: string[] } | null;
 }
 
+/** One position in the path templates: its literal continuations, its parameter continuation, the routes ending here. */
+interface Node {
+  literals: Map<string, Node>;
+  param?: Node;
+  /** By method, in registration order (the order of a 405's Allow). */
+  routes: Map<string, RestRoute>;
+}
+
+const newNode = (): Node => ({ literals: new Map(), routes: new Map() });
+
+/** The path's segments, one trailing slash tolerated; an empty segment matches no template. */
+function segmentsOf(path: string): string[] | undefined {
+  if (!path.startsWith('/')) return undefined;
+  const body = path.length > 1 && path.endsWith('/') ? path.slice(1, -1) : path.slice(1);
+  return body.split('/');
+}
+
 /**
- * Reads every procedure's meta.openapi once and answers "which procedure serves METHOD /path". Static paths
- * are a map lookup; parameterised ones are tried most-specific first (more literal segments win), so
- * `/domains/check-reserved` is never captured by `/domains/{id}`.
+ * The most specific template matching the segments: at the first position where two templates differ, a literal
+ * beats a parameter. Templates that end without a route of their own are passed over. Captured values are
+ * pushed to `captured` in order.
+ */
+function walk(node: Node, segments: string[], index: number, captured: string[]): Node | undefined {
+  if (index === segments.length) return node.routes.size > 0 ? node : undefined;
+  const segment = segments[index]!;
+  const literal = node.literals.get(segment);
+  if (literal) {
+    const found = walk(literal, segments, index + 1, captured);
+    if (found) return found;
+  }
+  if (node.param && segment !== '') {
+    captured.push(segment);
+    const found = walk(node.param, segments, index + 1, captured);
+    if (found) return found;
+    captured.pop();
+  }
+  return undefined;
+}
+
+/**
+ * Reads every procedure's meta.openapi once and answers "which procedure serves METHOD /path". A path is
+ * claimed by its most specific template, whatever the method: `/domains/sync` belongs to the literal `sync`
+ * operation alone, so GET on it is a 405 naming POST, and `/domains/{id}` never treats `sync` as an id.
  */
 export function buildRouteTable(router: AnyRouter): RouteTable {
   const routes: RestRoute[] = [];
+  const root = newNode();
   for (const [procedurePath, procedure] of Object.entries(router._def.procedures as Record<string, { _def: { meta?: AppMeta } }>)) {
     const meta = procedure._def.meta;
     const openapi = meta?.openapi;
     if (!openapi || openapi.enabled === false) continue;
     const paramNames: string[] = [];
+    let node = root;
     const segments = openapi.path.split('/').filter(Boolean);
-    const source = segments
-      .map((segment) => {
-        const param = /^\{(\w+)\}$/.exec(segment);
-        if (!param) return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    for (const segment of segments) {
+      const param = /^\{(\w+)\}$/.exec(segment);
+      if (param) {
         paramNames.push(param[1]!);
-        return '([^/]+)';
-      })
-      .join('/');
-    routes.push({
+        node = node.param ??= newNode();
+      } else {
+        let next = node.literals.get(segment);
+        if (!next) node.literals.set(segment, (next = newNode()));
+        node = next;
+      }
+    }
+    const route: RestRoute = {
       method: openapi.method,
       path: openapi.path,
       procedurePath,
       meta,
       paramNames,
-      pattern: new RegExp(`^/${source}/?$`),
       staticSegments: segments.length - paramNames.length,
-    });
+    };
+    routes.push(route);
+    node.routes.set(route.method, route);
   }
-  const staticRoutes = new Map<string, RestRoute>();
-  const dynamic = routes.filter((r) => r.paramNames.length > 0).sort((a, b) => b.staticSegments - a.staticSegments);
-  for (const route of routes) if (route.paramNames.length === 0) staticRoutes.set(`${route.method} ${route.path}`, route);
-
-  const find = (method: string, path: string) => {
-    const exact = staticRoutes.get(`${method} ${path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path}`);
-    if (exact) return { route: exact, params: {} };
-    for (const route of dynamic) {
-      if (route.method !== method) continue;
-      const m = route.pattern.exec(path);
-      if (!m) continue;
-      const params: Record<string, string> = {};
-      try {
-        route.paramNames.forEach((name, i) => {
-          params[name] = decodeURIComponent(m[i + 1]!);
-        });
-      } catch {
-        return null; // a malformed %-escape names no resource
-      }
-      return { route, params };
-    }
-    return null;
-  };
 
   return {
     routes,
     match(method, path) {
-      const hit = find(method, path);
-      if (hit) return hit;
-      const allowed = [...new Set(routes.filter((r) => r.method !== method && find(r.method, path)?.route === r).map((r) => r.method))];
-      return allowed.length ? { allowed } : null;
+      const segments = segmentsOf(path);
+      if (!segments) return null;
+      const captured: string[] = [];
+      const node = walk(root, segments, 0, captured);
+      if (!node) return null;
+      let values: string[];
+      try {
+        values = captured.map((value) => decodeURIComponent(value));
+      } catch {
+        return null; // a malformed %-escape names no resource
+      }
+      const route = node.routes.get(method);
+      if (!route) return { allowed: [...node.routes.keys()] };
+      return { route, params: Object.fromEntries(route.paramNames.map((name, i) => [name, values[i]!])) };
     },
   };
 }
