@@ -37,6 +37,30 @@ const providerErrors = {
   504: 'The payment provider did not answer in time',
 };
 
+/**
+ * What Stripe posts to the webhook, for the document: the REST adapter hands the procedure this body as text (the
+ * signature is over its bytes), and `contentSchema` says what the text holds. Only what the service requires
+ * of every event is required here; parseStripeEvent checks the rest.
+ */
+const stripeEventBody = {
+  type: 'object',
+  description: 'A Stripe event object (https://docs.stripe.com/api/events/object), exactly as Stripe sends it',
+  required: ['id', 'type'],
+  properties: {
+    id: { type: 'string', minLength: 1, maxLength: 255, description: 'The event id (evt_...): a redelivery of one event is applied once' },
+    object: { type: 'string', description: 'Always `event`' },
+    type: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 255,
+      description:
+        'The event type. Checkout, subscription and invoice events are applied (their `data.object` must carry the fields read); any other is answered `ignored`',
+    },
+    created: { type: 'integer', description: 'Unix seconds' },
+    data: { type: 'object', properties: { object: { type: 'object', description: 'The Stripe object the event is about' } } },
+  },
+};
+
 /** Return URLs must be on the service's own origins (PUBLIC_ORIGINS, else the origin this request came to): no open redirect. */
 function returnUrl(ctx: Context, given: string | undefined, field: string, fallbackPath: string): string {
   const own = ctx.deps.config.PUBLIC_ORIGINS.length > 0 ? ctx.deps.config.PUBLIC_ORIGINS : ctx.host ? [`https://${ctx.host}`] : [];
@@ -265,7 +289,19 @@ export const billingRouter = router({
       },
       rawBody: { signatureHeader: 'Stripe-Signature' },
     })
-    .input(z.object({ payload: z.string(), signature: z.string().max(4096) }))
+    .input(
+      z.object({
+        payload: z.string().meta({
+          description: 'The Stripe event as JSON, exactly as Stripe sends it (the signature covers these bytes)',
+          contentMediaType: 'application/json',
+          contentSchema: stripeEventBody,
+        }),
+        signature: z
+          .string()
+          .max(4096)
+          .meta({ description: 'Stripe-Signature: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">` under the endpoint secret (whsec_...)' }),
+      }),
+    )
     .output(webhookReceiptSchema)
     .mutation(async ({ ctx, input }) => {
       const stripe = requireStripe(ctx);

@@ -17,7 +17,8 @@ export const errorTrackingRouter = router({
       },
     })
     .input(z.object({}).optional())
-    .output(z.object({ never: z.boolean() }))
+    // It never succeeds: a `never` output leaves the document with no success response, only the 500.
+    .output(z.never())
     .query(() => {
       throw new DeliberateError('Deliberate error raised by /api/v1/error-tracking-example-api');
     }),

@@ -44,7 +44,10 @@ export const kbDocumentsRouter = router({
         summary: 'Upload a PDF, DOCX, TXT or MD file (multipart: file, configId); processing continues in the background',
         protect: true,
         contentTypes: ['multipart/form-data'],
-        errorResponses: { 404: 'configId names none of your configurations' },
+        errorResponses: {
+          404: 'configId names none of your configurations',
+          409: 'The same content was uploaded before and that document was deleted during this upload: upload it once more',
+        },
       },
       multipart: { fileField: 'file', maxBytes: 'plan' },
       rateLimit: 'upload',

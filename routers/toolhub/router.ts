@@ -378,7 +378,11 @@ export const toolhubRouter = router({
         tags,
         summary: 'Re-checks the credential with a test call, then makes the account ACTIVE',
         protect: true,
-        errorResponses: { 409: 'The authorization is not finished, or the credential check failed (the reason says why)' },
+        errorResponses: {
+          409: 'The authorization is not finished, the credential check failed, or the token could not be refreshed and the account expired (the reason says why)',
+          502: 'The provider refused or failed the token refresh (code UPSTREAM_ERROR)',
+          504: 'Another refresh of this account did not finish in time (code UPSTREAM_TIMEOUT)',
+        },
       },
     })
     .input(z.object({ accountId: idParam }))

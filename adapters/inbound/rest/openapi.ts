@@ -63,6 +63,7 @@ export function buildOpenApiDocument(router: AnyRouter, info: { title: string; v
     },
   };
 
+  const procedures = router._def.procedures as Record<string, { _def: { inputs?: unknown[] } }>;
   for (const route of table.routes) {
     const operation = doc.paths?.[route.path]?.[route.method.toLowerCase()];
     if (!operation) continue;
@@ -70,11 +71,76 @@ export function buildOpenApiDocument(router: AnyRouter, info: { title: string; v
     operation['x-auth'] = auth.code;
     operation.description = [operation.description, `Auth: ${auth.text}.`].filter(Boolean).join('\n\n');
     operation.security = route.meta.auth === 'public' || route.meta.auth === 'billingSignature' ? [] : [{ bearerAuth: [] }];
+    if (route.meta.rawBody) describeRawBody(operation, route.meta.rawBody.signatureHeader, `${route.method} ${route.path}`);
+    else if (operation.requestBody) {
+      operation.requestBody.required = bodyRequired(operation.requestBody, procedures[route.procedurePath]?._def.inputs ?? [], route.paramNames, schemas);
+    }
     operation.responses = responsesFor(route, operation.responses?.['200']?.content?.['application/json']?.schema ?? {}, schemas);
   }
   doc.webhooks = webhookEventsDocument(schemas);
   return doc;
 }
+
+/** Stands in for every path parameter when an input is tried without a body: a UUID, which the id and slug rules accept. */
+const PATH_PLACEHOLDER = '0b6f1c2e-4d5a-4e8f-9a7b-3c2d1e0f9a8b';
+
+interface ParserLike {
+  safeParse?: (value: unknown) => { success: boolean; error?: { issues: ReadonlyArray<{ path: readonly PropertyKey[] }> } };
+}
+
+/**
+ * Whether a request without a body is refused. The REST adapter reads an absent body as no fields (the input is then
+ * the path parameters alone), so the body is required only when the input needs something from it: a required
+ * property, or a rule over optional ones ("give name or active") that JSON Schema does not show, found by trying
+ * the input with the path parameters alone. Issues about the placeholder path values are not the body's.
+ */
+function bodyRequired(requestBody: any, inputs: unknown[], paramNames: string[], schemas: Record<string, any>): boolean {
+  const schema = Object.values((requestBody.content ?? {}) as Record<string, { schema?: any }>)[0]?.schema;
+  const ref = typeof schema?.$ref === 'string' ? /^#\/components\/schemas\/(.+)$/.exec(schema.$ref)?.[1] : undefined;
+  const body = ref ? schemas[ref] : schema;
+  if (Array.isArray(body?.required) && body.required.length > 0) return true;
+  const pathOnly = Object.fromEntries(paramNames.map((name) => [name, PATH_PLACEHOLDER]));
+  return inputs.some((input) => {
+    const result = (input as ParserLike).safeParse?.(pathOnly);
+    return result !== undefined && !result.success && (result.error?.issues ?? []).some((issue) => !paramNames.includes(String(issue.path[0])));
+  });
+}
+
+/**
+ * A rawBody procedure's input is `{ payload, signature }`, which the REST adapter builds from the body exactly as
+ * sent and one header, so the document shows that request rather than the input: the body is what the payload's
+ * `contentMediaType` and `contentSchema` (JSON Schema's words for what a string holds) say, and the signature is a
+ * required header.
+ */
+function describeRawBody(operation: any, signatureHeader: string, where: string) {
+  const input = operation.requestBody?.content?.['application/json']?.schema;
+  const payload = input?.properties?.payload;
+  const signature = input?.properties?.signature;
+  if (!payload || !signature) throw new Error(`${where}: a rawBody procedure's input must be { payload, signature }`);
+  const { contentMediaType, contentSchema, description, ...payloadRest } = payload;
+  const { description: signatureDescription, ...signatureSchema } = signature;
+  operation.requestBody = {
+    required: true,
+    ...(description ? { description } : {}),
+    content: { [contentMediaType ?? 'application/octet-stream']: { schema: contentSchema ?? { ...payloadRest, format: 'binary' } } },
+  };
+  operation.parameters = [
+    ...((operation.parameters ?? []) as Array<{ in: string; name: string }>).filter(
+      (p) => !(p.in === 'header' && p.name.toLowerCase() === signatureHeader.toLowerCase()),
+    ),
+    {
+      name: signatureHeader,
+      in: 'header',
+      required: true,
+      description: signatureDescription ?? 'The signature over the raw body',
+      schema: signatureSchema,
+    },
+  ];
+}
+
+/** An output of `z.never()`: the procedure always fails (the error-tracking example), so there is no success response. */
+const isNever = (schema: any) =>
+  typeof schema?.not === 'object' && schema.not !== null && Object.keys(schema.not).length === 0 && schema.type === undefined && schema.$ref === undefined;
 
 const FORBIDDEN_REASON: Partial<Record<AuthRule, string>> = {
   session: 'an API key was sent where an owner session is needed',
@@ -116,7 +182,8 @@ function flatSchema(data: any, schemas: Record<string, any>, where: string) {
  * Every status an operation can answer, derived from what its route declares: its auth rule (401/403), whether it
  * reads a JSON or multipart body (413/415, and 400 for a malformed one), path parameters (404), plus the statuses a
  * procedure declares itself in `meta.openapi.errorResponses` (409, upstream 5xx, ...). Every operation can answer
- * 400 (any input, even a query string, is checked for storable text), 429 and 500.
+ * 400 (any input, even a query string, is checked for storable text), 429 and 500. An operation whose output is
+ * `z.never()` has no success response at all.
  */
 function responsesFor(route: RestRoute, data: any, schemas: Record<string, any>) {
   const { meta } = route;
@@ -149,10 +216,13 @@ function responsesFor(route: RestRoute, data: any, schemas: Record<string, any>)
       ? ' (always Server-Sent Events)'
       : ' (JSON, or Server-Sent Events with `Accept: text/event-stream`)'
     : '';
-  responses[status] = success(`${meta.rawResponse ? 'The file' : status === '201' ? 'Created' : 'Successful response'}${streams}`);
-  if (meta.otherSuccess) responses[String(meta.otherSuccess.status)] = success(meta.otherSuccess.description);
+  if (!isNever(data)) {
+    responses[status] = success(`${meta.rawResponse ? 'The file' : status === '201' ? 'Created' : 'Successful response'}${streams}`);
+    if (meta.otherSuccess) responses[String(meta.otherSuccess.status)] = success(meta.otherSuccess.description);
+  }
 
-  const readsJson = route.method !== 'GET' && !meta.multipart;
+  // A raw body is read whatever its Content-Type (the procedure checks it after its signature): never a 415.
+  const readsJson = route.method !== 'GET' && !meta.multipart && !meta.rawBody;
   responses['400'] = errorRef(
     meta.multipart
       ? 'Invalid request parameters (details name the field) or a malformed multipart body'
@@ -175,6 +245,8 @@ function responsesFor(route: RestRoute, data: any, schemas: Record<string, any>)
   } else if (readsJson) {
     responses['413'] = errorRef('Request body above the JSON body limit (1 MiB by default)');
     responses['415'] = errorRef('A body sent with a Content-Type other than application/json');
+  } else if (meta.rawBody) {
+    responses['413'] = errorRef('Request body above the JSON body limit (1 MiB by default)');
   }
   responses['429'] = {
     ...errorRef('Rate limit exceeded'),
