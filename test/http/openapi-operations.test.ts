@@ -110,10 +110,20 @@ describe('statuses the service answers are listed', () => {
   });
 });
 
+describe('what the listener answers before an operation is chosen', () => {
+  it('every operation lists 403 (plain HTTP), 408 and 431', () => {
+    for (const [path, methods] of Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>)) {
+      for (const [method, op] of Object.entries(methods)) {
+        expect(Object.keys(op.responses), `${method} ${path}`).toEqual(expect.arrayContaining(['403', '408', '431']));
+      }
+    }
+  });
+});
+
 describe('the error-tracking example', () => {
   it('documents no success, only its errors, and answers the 500', async () => {
     const responses = operation('GET', '/api/v1/error-tracking-example-api').responses;
-    expect(Object.keys(responses)).toEqual(['400', '429', '500']);
+    expect(Object.keys(responses)).toEqual(['400', '403', '408', '429', '431', '500']);
     const res = await app.request('GET', '/api/v1/error-tracking-example-api');
     expect(res.status).toBe(500);
     expect(res.body.error.code).toBe('INTERNAL_ERROR');

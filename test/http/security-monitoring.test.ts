@@ -127,7 +127,7 @@ describe('each hook records its event', () => {
   });
 
   it('a 429 is rate_limited, with the limit’s name and the caller’s owner and interface', async () => {
-    const limited = await startTestApp({ RATE_LIMIT_DEFAULT: '3' });
+    const limited = await startTestApp({ RATE_LIMIT_DEFAULT: '3', RATE_LIMIT_CHAT: '3' });
     try {
       const boss = await limited.signUp('limited-admin');
       await limited.deps.database.db.updateTable('owners').set({ role: 'admin' }).where('id', '=', boss.ownerId).execute();

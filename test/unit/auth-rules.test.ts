@@ -64,7 +64,8 @@ describe('auth rules', () => {
     expect(await codeOf(caller(anonymous, 'Bearer cron-secret-0123456789').cron())).toBe('OK');
     expect(await codeOf(caller(anonymous, 'Bearer cron-secret-0123456788').cron())).toBe('UNAUTHORIZED');
     expect(await codeOf(caller(anonymous, 'Bearer cron-secret-01234567890').cron())).toBe('UNAUTHORIZED');
-    expect(await codeOf(caller(owner('free', 'admin')).cron())).toBe('UNAUTHORIZED');
+    // A valid credential of another kind is the wrong kind (403), even an admin's.
+    expect(await codeOf(caller(owner('free', 'admin')).cron())).toBe('FORBIDDEN');
     expect(await codeOf(caller(anonymous).cron())).toBe('UNAUTHORIZED');
   });
 

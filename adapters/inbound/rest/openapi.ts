@@ -182,7 +182,8 @@ function flatSchema(data: any, schemas: Record<string, any>, where: string) {
  * Every status an operation can answer, derived from what its route declares: its auth rule (401/403), whether it
  * reads a JSON or multipart body (413/415, and 400 for a malformed one), path parameters (404), plus the statuses a
  * procedure declares itself in `meta.openapi.errorResponses` (409, upstream 5xx, ...). Every operation can answer
- * 400 (any input, even a query string, is checked for storable text), 429 and 500. An operation whose output is
+ * 400 (any input, even a query string, is checked for storable text), 429 and 500, and what the listener answers
+ * before an operation is chosen (403 for plain HTTP, 408, 431). An operation whose output is
  * `z.never()` has no success response at all.
  */
 function responsesFor(route: RestRoute, data: any, schemas: Record<string, any>) {
@@ -232,8 +233,13 @@ function responsesFor(route: RestRoute, data: any, schemas: Record<string, any>)
   );
   const auth = meta.auth ?? 'public';
   if (auth !== 'public' && auth !== 'billingSignature') responses['401'] = errorRef('Authentication missing or invalid');
+  // The listener and dispatch answer these before any operation is chosen, so every operation can see them.
   const forbidden = FORBIDDEN_REASON[auth];
-  if (forbidden) responses['403'] = errorRef(`Insufficient permissions: ${forbidden}`);
+  responses['403'] = errorRef(
+    forbidden ? `Insufficient permissions: ${forbidden}; or HTTPS_REQUIRED for a plain-HTTP request` : 'HTTPS_REQUIRED: the request came over plain HTTP',
+  );
+  responses['408'] = errorRef('REQUEST_TIMEOUT: the headers or the body did not arrive in time');
+  responses['431'] = errorRef('HEADERS_TOO_LARGE: the request headers are above the limit');
   if (route.paramNames.length > 0) responses['404'] = errorRef('Not found (also for resources of other owners)');
   if (meta.multipart) {
     responses['413'] = errorRef(
