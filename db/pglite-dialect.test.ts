@@ -68,6 +68,27 @@ describe('PGlite dialect', () => {
     }
   });
 
+  it('a long run of statements lets the event loop turn: other work is not held until the run ends', async () => {
+    // Without pauses, statements chained one after another settle without any I/O, so nothing else would run.
+    let turns = 0;
+    const tick = () => {
+      turns++;
+      if (running) setImmediate(tick);
+    };
+    let running = true;
+    setImmediate(tick);
+    const started = performance.now();
+    let statements = 0;
+    while (performance.now() - started < 300) {
+      await sql`select count(*) from generate_series(1, 2000)`.execute(database.db);
+      statements++;
+    }
+    running = false;
+    expect(statements).toBeGreaterThan(1);
+    // Pauses during the run (about every 20 ms of work; fewer on a loaded machine), where without them there is none.
+    expect(turns).toBeGreaterThanOrEqual(2);
+  });
+
   it('reports affected rows, and nulls round-trip', async () => {
     await sql`insert into t (id) values (${2}), (${3})`.execute(database.db);
     const updated = await database.db

@@ -70,8 +70,13 @@ const UNFIXED_RESULT = /^(?:\s|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)*(?:fetch|move|
  * as postgres.js does on a server. Parameters are serialised and rows parsed with PGlite's own type maps, so
  * values come back exactly as from query().
  */
+/** The longest the database may hold the thread across consecutive statements before they let other work run. */
+const MAX_RUN_WITHOUT_PAUSE_MS = 20;
+
 class PGliteConnection implements DatabaseConnection {
   private readonly statements = new Map<string, PreparedStatement>();
+  private inRun = false;
+  private runStarted = 0;
   private nextStatement = 0;
   private readonly parsers: typeof this.pglite.parsers;
 
@@ -85,6 +90,25 @@ class PGliteConnection implements DatabaseConnection {
   }
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    // PGlite runs in this thread and a statement settles without any I/O in between, so a run of statements (a
+    // large ingestion's inserts, an index build's pages) would otherwise hold the event loop for seconds: no
+    // request would be read and keep-alive sockets would time out meanwhile. A run starts with the first
+    // statement after the event loop last had a turn; past a few milliseconds, the run pauses for one turn.
+    if (!this.inRun) {
+      this.inRun = true;
+      this.runStarted = performance.now();
+      setImmediate(this.endRun);
+    }
+    const result = await this.run<R>(query);
+    if (this.inRun && performance.now() - this.runStarted > MAX_RUN_WITHOUT_PAUSE_MS) await new Promise((resolve) => setImmediate(resolve));
+    return result;
+  }
+
+  private readonly endRun = () => {
+    this.inRun = false;
+  };
+
+  private run<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     return this.pglite.runExclusive(async () => {
       try {
         return await this.execute<R>(query);

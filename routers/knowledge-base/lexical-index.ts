@@ -41,9 +41,27 @@ const K1 = BM25_DEFAULT_K1;
 const B = BM25_DEFAULT_B;
 /** Chunks read per page of a build (their postings come with them). */
 const PAGE_CHUNKS = 500;
+/** How long a query waits for its knowledge base's index to be built before it is answered in SQL. */
+const BUILD_WAIT_MS = 5_000;
+
+/** Whether `promise` settles within `ms`; the timer never outlives the answer. */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 export function createLexicalIndexes(options: { maxPostings: number; logger: Pick<Logger, 'warn'> }): LexicalIndexes {
   const indexes = createMemoryIndexes<Index>({ budget: options.maxPostings, kind: 'lexical', logger: options.logger });
+
+  /** Knowledge bases found too large to hold, by the content version found so: their queries go to SQL at once. */
+  const tooLarge = new Map<string, string>();
 
   async function build(db: Kysely<DB>, configId: string): Promise<BuiltIndex<Index> | undefined> {
     const version = await contentVersionOf(db, configId);
@@ -68,7 +86,10 @@ export function createLexicalIndexes(options: { maxPostings: number; logger: Pic
         });
         size += chunk.terms.length;
       }
-      if (size > options.maxPostings) return undefined; // too large to hold: this knowledge base stays on SQL
+      if (size > options.maxPostings) {
+        tooLarge.set(configId, String(version)); // too large to hold: this version stays on SQL
+        return undefined;
+      }
       after = page.at(-1)!.id;
       // Other requests run between pages; a closing instance stops here, before its database closes.
       await new Promise((resolve) => setImmediate(resolve));
@@ -85,9 +106,18 @@ export function createLexicalIndexes(options: { maxPostings: number; logger: Pic
   return {
     async search(db, config, queryTerms, limit) {
       if (options.maxPostings === 0) return lexicalSearch(db, config.id, queryTerms, limit);
-      const index = indexes.get(config.id, String(config.content_version));
+      const version = String(config.content_version);
+      const index = indexes.get(config.id, version);
       if (index) return scoreIndex(index, queryTerms, limit);
-      void indexes.build(config.id, () => build(db, config.id));
+      if (tooLarge.get(config.id) === version) return lexicalSearch(db, config.id, queryTerms, limit);
+      // A build reads the chunks page by page, pausing between pages; BM25 in SQL over a large knowledge base is
+      // one long statement, which on the embedded database holds the request thread for seconds. So a query waits
+      // a while for the build and scores from memory, and only a build slower than that leaves it to SQL.
+      const built = indexes.build(config.id, () => build(db, config.id));
+      if (await settlesWithin(built, BUILD_WAIT_MS)) {
+        const fresh = indexes.get(config.id, version);
+        if (fresh) return scoreIndex(fresh, queryTerms, limit);
+      }
       return lexicalSearch(db, config.id, queryTerms, limit);
     },
     idle: () => indexes.idle(),
