@@ -37,6 +37,8 @@ export interface AppDeps {
   jobs: JobQueue;
   /** The same jobs table, claimed by the webhook delivery workers (their own concurrency). */
   webhookJobs: JobQueue;
+  /** The same jobs table, claimed by the mail workers (their own concurrency, so a stalling SMTP server never holds up documents). */
+  mailJobs: JobQueue;
   /** In-memory BM25 indexes of knowledge bases, per instance, each for one content version. */
   lexicalIndexes: LexicalIndexes;
   /** In-memory vector matrices of knowledge bases, per instance, each for one embedding and content version. */

@@ -79,6 +79,8 @@ export const configSchema = z.object({
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(0).max(64).default(8),
   /** Deadline of one webhook delivery attempt. */
   WEBHOOK_TIMEOUT_MS: positiveInt(15_000),
+  /** Concurrent mail sends per instance (their own workers, so a slow SMTP server never holds up documents); 0 runs none. */
+  MAIL_CONCURRENCY: z.coerce.number().int().min(0).max(64).default(2),
   /** How long a claimed job stays leased without a heartbeat; after a crash, the jobs the dead process was running are picked up again once it runs out. */
   JOB_LEASE_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
   /** How long a validated API key, and an owner's key list, are reused without a lookup (0: never). Changes to keys and interfaces reach the caches at once, on every instance. */
@@ -163,6 +165,8 @@ export const configSchema = z.object({
     .refine((u) => /^smtps?:\/\//.test(u), 'must be an smtp:// or smtps:// URL')
     .optional(),
   MAIL_FROM: z.string().max(254).default('Chat interfaces <no-reply@localhost>'),
+  /** Deadline of one whole SMTP send: nodemailer's socket timeout is an idle timer that a server trickling bytes keeps resetting. */
+  SMTP_SEND_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
   /** Minutes before a booking's start when its attendee gets a reminder (0: none). */
   BOOKING_REMINDER_MINUTES: z.coerce
     .number()

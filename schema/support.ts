@@ -48,12 +48,18 @@ export const listTicketsInput = z.object({
   cursor: z.string().max(200).optional().meta({ description: 'nextCursor of the previous page' }),
 });
 
-export const updateTicketInput = z.object({
-  ticketId: idParam,
-  reply: z.string().trim().min(1).max(10_000).optional().meta({ description: 'A reply, mailed to the requester' }),
-  status: ticketStatusSchema.optional(),
-  priority: ticketPrioritySchema.optional().meta({ description: 'Admins only' }),
-  assignee: z.string().trim().min(1).max(254).nullable().optional().meta({ description: 'Admins only; null unassigns' }),
-});
+// In the schema rather than the procedure, so the OpenAPI document knows the body is required.
+export const updateTicketInput = z
+  .object({
+    ticketId: idParam,
+    reply: z.string().trim().min(1).max(10_000).optional().meta({ description: 'A reply, mailed to the requester' }),
+    status: ticketStatusSchema.optional(),
+    priority: ticketPrioritySchema.optional().meta({ description: 'Admins only' }),
+    assignee: z.string().trim().min(1).max(254).nullable().optional().meta({ description: 'Admins only; null unassigns' }),
+  })
+  .refine((v) => v.reply !== undefined || v.status !== undefined || v.priority !== undefined || v.assignee !== undefined, {
+    message: 'give at least one',
+    path: ['reply, status, priority or assignee'],
+  });
 
 export const ticketEventSchema = ticketSchema;

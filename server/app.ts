@@ -123,6 +123,7 @@ export async function startApp(config: Config, options: { database?: Database; l
     blobs: createDirectoryBlobStore(join(config.DATA_DIR, 'blobs')),
     jobs: createJobQueue({ db: database.db, logger }),
     webhookJobs: createJobQueue({ db: database.db, logger }),
+    mailJobs: createJobQueue({ db: database.db, logger }),
     vectorIndexes: createVectorIndexes({ maxFloats: config.VECTOR_INDEX_MAX_MB * FLOATS_PER_MB, logger }),
     lexicalIndexes: createLexicalIndexes({ maxPostings: config.LEXICAL_INDEX_MAX_POSTINGS, logger }),
     apiKeyCache: createNotifiedCache<ActiveKey>({ ttlMs: config.API_KEY_CACHE_TTL_MS, maxEntries: API_KEY_CACHE_MAX_ENTRIES }),
@@ -138,7 +139,7 @@ export async function startApp(config: Config, options: { database?: Database; l
     dns: createDnsLookup({ servers: config.DNS_SERVERS, timeoutMs: config.DNS_TIMEOUT_MS }),
     domainRoutes: createDomainRouteCache({ ttlMs: DOMAIN_ROUTE_TTL_MS, maxEntries: 10_000 }),
     domainCertificates: createCertificateStore({ db: database.db, secrets, ttlMs: 60_000, maxEntries: 10_000 }),
-    mailer: createMailer({ smtpUrl: config.SMTP_URL, from: config.MAIL_FROM, logger }),
+    mailer: createMailer({ smtpUrl: config.SMTP_URL, from: config.MAIL_FROM, logger, sendTimeoutMs: config.SMTP_SEND_TIMEOUT_MS }),
     metrics: createMetrics(),
     securityEvents,
   };
@@ -182,8 +183,6 @@ export async function startApp(config: Config, options: { database?: Database; l
         ...knowledgeBaseJobHandlers(deps),
         ...domainJobHandlers(deps),
         ...certificateJobHandlers(deps),
-        ...bookingMailJobHandlers(deps, (id) => cancelTokenOf(deps, id)),
-        ...supportMailJobHandlers(deps),
       },
       { concurrency: config.JOB_CONCURRENCY, leaseMs: config.JOB_LEASE_MS, onlyHandledKinds: true },
     );
@@ -217,6 +216,14 @@ export async function startApp(config: Config, options: { database?: Database; l
     const sweeper = setInterval(sweep, Math.max(config.JOB_LEASE_MS, 30_000));
     sweeper.unref();
     sweepers.push(sweeper);
+  }
+
+  if (config.MAIL_CONCURRENCY > 0) {
+    // Workers of their own: a mail server that stalls (or trickles bytes) holds only these, never documents.
+    deps.mailJobs.start(
+      { ...bookingMailJobHandlers(deps, (id) => cancelTokenOf(deps, id)), ...supportMailJobHandlers(deps) },
+      { concurrency: config.MAIL_CONCURRENCY, leaseMs: config.JOB_LEASE_MS, onlyHandledKinds: true },
+    );
   }
 
   let openapi: ReturnType<typeof buildOpenApiDocument> | undefined;
@@ -268,7 +275,7 @@ export async function startApp(config: Config, options: { database?: Database; l
         await closed;
         for (const sweeper of sweepers) clearInterval(sweeper);
         // Within main.ts's 10 s shutdown bound: handlers still running after 8 s are released, not left leased.
-        await Promise.all([deps.jobs.stop(8_000), deps.webhookJobs.stop(8_000)]);
+        await Promise.all([deps.jobs.stop(8_000), deps.webhookJobs.stop(8_000), deps.mailJobs.stop(8_000)]);
         // In-memory index builds read the database page by page: they stop at the next page.
         await Promise.all([deps.lexicalIndexes.close(), deps.vectorIndexes.close()]);
         // After the workers (a delivery may still record a refused address), before the database closes.

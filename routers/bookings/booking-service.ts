@@ -7,7 +7,7 @@ import { queueBookingMail, queueReminder } from './mail.ts';
 import * as repo from './repository.ts';
 import { type Availability, conflicts, freeSlots, isFreeSlot, localIso } from './slots.ts';
 
-type Deps = Pick<AppDeps, 'database' | 'webhookJobs' | 'jobs' | 'secrets' | 'config'>;
+type Deps = Pick<AppDeps, 'database' | 'webhookJobs' | 'mailJobs' | 'secrets' | 'config'>;
 
 export interface AttendeeInput {
   name: string;
@@ -158,7 +158,7 @@ export async function createBooking(deps: Deps, input: NewBooking) {
     if (isExclusionViolation(error)) throw slotTaken();
     throw error;
   } finally {
-    deps.jobs.notify();
+    deps.mailJobs.notify();
   }
 }
 
@@ -174,13 +174,13 @@ export async function cancelBooking(
       const row = await repo.cancelBooking(trx, booking.id, change);
       if (row) {
         // The reminder (and a confirmation not yet sent) go; then the cancellation is queued.
-        await deps.jobs.cancel('bookingId', [row.id], trx);
+        await deps.mailJobs.cancel('bookingId', [row.id], trx);
         await queueBookingMail(deps, trx, { bookingId: row.id, kind: 'cancellation', linkOrigin: change.linkOrigin });
       }
       return row;
     },
     (row) => (row ? [webhookEvent(row.owner_id, 'booking.cancelled', toBooking(row))] : []),
   );
-  deps.jobs.notify();
+  deps.mailJobs.notify();
   return cancelled ?? (await repo.findBooking(deps.database.db, booking.id))!;
 }

@@ -6,7 +6,7 @@ import { InvalidMailError } from '../../adapters/outbound/mail/mailer.ts';
 import { findOwnerById } from '../auth/repository.ts';
 import { findOwnedInterface } from '../chat-interfaces/repository.ts';
 import type { AppDeps } from '../context.ts';
-import { type JobHandler, PermanentJobError } from '../jobs/queue.ts';
+import { CountedAttemptError, type JobHandler, PermanentJobError } from '../jobs/queue.ts';
 import * as repo from './repository.ts';
 
 export const BOOKING_MAIL_JOB = 'booking.mail';
@@ -23,12 +23,12 @@ const MAIL_ATTEMPTS = 10;
 
 /** One job per recipient, so a retry never sends a mail that already went. */
 export async function queueBookingMail(
-  deps: Pick<AppDeps, 'jobs'>,
+  deps: Pick<AppDeps, 'mailJobs'>,
   trx: Transaction<DB> | Kysely<DB>,
   mail: { bookingId: string; kind: Exclude<MailKind, 'reminder'>; linkOrigin: string | null },
 ) {
   for (const recipient of ['attendee', 'owner'] as const) {
-    await deps.jobs.enqueue(
+    await deps.mailJobs.enqueue(
       BOOKING_MAIL_JOB,
       { ...mail, recipient } satisfies BookingMailPayload,
       {
@@ -41,10 +41,10 @@ export async function queueBookingMail(
 }
 
 /** The attendee's reminder, BOOKING_REMINDER_MINUTES before the start; none when that moment has passed. */
-export async function queueReminder(deps: Pick<AppDeps, 'jobs' | 'config'>, trx: Transaction<DB>, booking: repo.BookingRow, linkOrigin: string | null) {
+export async function queueReminder(deps: Pick<AppDeps, 'mailJobs' | 'config'>, trx: Transaction<DB>, booking: repo.BookingRow, linkOrigin: string | null) {
   const runAt = new Date(booking.start_at.getTime() - deps.config.BOOKING_REMINDER_MINUTES * 60_000);
   if (runAt.getTime() <= Date.now() + 60_000) return;
-  await deps.jobs.enqueue(
+  await deps.mailJobs.enqueue(
     BOOKING_MAIL_JOB,
     { bookingId: booking.id, kind: 'reminder', recipient: 'attendee', linkOrigin } satisfies BookingMailPayload,
     { dedupeKey: `booking-mail:${booking.id}:reminder`, maxAttempts: MAIL_ATTEMPTS, runAt },
@@ -60,7 +60,7 @@ const cancelLink = (origin: string | null, token: string) => (origin ? `${origin
 
 export function bookingMailJobHandlers(deps: AppDeps, cancelTokenOf: (bookingId: string) => string): Record<string, JobHandler> {
   return {
-    [BOOKING_MAIL_JOB]: async (job) => {
+    [BOOKING_MAIL_JOB]: async (job, ctx) => {
       const { bookingId, kind, recipient, linkOrigin } = job.payload as BookingMailPayload;
       const db = deps.database.db;
       const booking = await repo.findBooking(db, bookingId);
@@ -110,17 +110,24 @@ export function bookingMailJobHandlers(deps: AppDeps, cancelTokenOf: (bookingId:
                 attendees: [{ name: attendeeName, email: booking.attendee_email }],
               }),
             };
+      // Stopped before the send began: the job goes back uncounted.
+      ctx.signal.throwIfAborted();
       try {
-        await deps.mailer.send({
-          to: [to],
-          subject,
-          text: [...lines, ...footer].join('\n'),
-          ...(recipient === 'attendee' ? { replyTo: owner.email } : {}),
-          ...(invite ? { calendar: invite } : {}),
-        });
+        await deps.mailer.send(
+          {
+            to: [to],
+            subject,
+            text: [...lines, ...footer].join('\n'),
+            ...(recipient === 'attendee' ? { replyTo: owner.email } : {}),
+            ...(invite ? { calendar: invite } : {}),
+          },
+          { signal: ctx.signal },
+        );
       } catch (error) {
         // A message the mailer refuses is refused on every attempt: dead at once rather than retried for a day.
         if (error instanceof InvalidMailError) throw new PermanentJobError(error.message, { cause: error });
+        // A send the stop cut short counts: a server that stalls every send would otherwise outlive every restart.
+        if (ctx.signal.aborted) throw new CountedAttemptError(error instanceof Error ? error.message : String(error), { cause: error });
         throw error;
       }
     },

@@ -78,6 +78,18 @@ export class RescheduleJob extends Error {
   }
 }
 
+/**
+ * Thrown by a handler that stop() interrupted when the interrupted attempt must count all the same (retried with
+ * backoff, dead after maxAttempts) rather than be given back unchanged: work a remote party can stall until the
+ * deadline, such as an SMTP send, would otherwise never use up its attempts on an instance that restarts sooner.
+ */
+export class CountedAttemptError extends Error {
+  constructor(message?: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'CountedAttemptError';
+  }
+}
+
 export interface EnqueueOptions {
   runAt?: Date;
   maxAttempts?: number;
@@ -95,7 +107,7 @@ export interface JobQueue {
   start(handlers: Record<string, JobHandler>, options?: { concurrency?: number; pollIntervalMs?: number; leaseMs?: number; onlyHandledKinds?: boolean }): void;
   /**
    * Stops claiming, aborts running handlers' signals, waits for them (bounded by timeoutMs, default 10 s), releases
-   * unfinished jobs back to queued without counting an attempt.
+   * unfinished jobs back to queued without counting an attempt (but for a handler that throws CountedAttemptError).
    */
   stop(timeoutMs?: number): Promise<void>;
   /** Runs until no job is ready (for tests/benchmarks): claims and runs jobs until the queue has nothing ready now. */
@@ -364,7 +376,7 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
     }
     const error = errorText(failure);
     const permanent = failure instanceof PermanentJobError;
-    if (run.stopAborted && !permanent) {
+    if (run.stopAborted && !permanent && !(failure instanceof CountedAttemptError)) {
       logger.info('job interrupted by stop; released', { ...fields, error });
       await release(job);
       return;

@@ -3,7 +3,7 @@ import type { DB } from '../../db/types.ts';
 import { headerText } from '../../adapters/outbound/mail/header-text.ts';
 import { InvalidMailError } from '../../adapters/outbound/mail/mailer.ts';
 import type { AppDeps } from '../context.ts';
-import { type JobHandler, PermanentJobError } from '../jobs/queue.ts';
+import { CountedAttemptError, type JobHandler, PermanentJobError } from '../jobs/queue.ts';
 
 export const SUPPORT_MAIL_JOB = 'support.mail';
 interface SupportMail {
@@ -14,22 +14,29 @@ interface SupportMail {
 }
 
 /** Queued with the ticket change that causes it (retried with backoff while SMTP is down; logged when unset). */
-export async function queueSupportMail(deps: Pick<AppDeps, 'jobs'>, trx: Transaction<DB> | Kysely<DB>, mail: SupportMail) {
+export async function queueSupportMail(deps: Pick<AppDeps, 'mailJobs'>, trx: Transaction<DB> | Kysely<DB>, mail: SupportMail) {
   if (mail.to.length === 0) return;
-  await deps.jobs.enqueue(SUPPORT_MAIL_JOB, mail, { maxAttempts: 10 }, trx);
+  await deps.mailJobs.enqueue(SUPPORT_MAIL_JOB, mail, { maxAttempts: 10 }, trx);
 }
 
 export function supportMailJobHandlers(deps: Pick<AppDeps, 'mailer'>): Record<string, JobHandler> {
   return {
-    [SUPPORT_MAIL_JOB]: async (job) => {
+    [SUPPORT_MAIL_JOB]: async (job, ctx) => {
       const mail = job.payload as SupportMail;
+      // Stopped before the send began: the job goes back uncounted.
+      ctx.signal.throwIfAborted();
       try {
         // The subject holds the requester's and the owner's text: folded here, so jobs queued before inputs were
         // checked for line breaks still go.
-        await deps.mailer.send({ to: mail.to, subject: headerText(mail.subject), text: mail.text, ...(mail.replyTo ? { replyTo: mail.replyTo } : {}) });
+        await deps.mailer.send(
+          { to: mail.to, subject: headerText(mail.subject), text: mail.text, ...(mail.replyTo ? { replyTo: mail.replyTo } : {}) },
+          { signal: ctx.signal },
+        );
       } catch (error) {
         // A message the mailer refuses is refused on every attempt: dead at once rather than retried for a day.
         if (error instanceof InvalidMailError) throw new PermanentJobError(error.message, { cause: error });
+        // A send the stop cut short counts: a server that stalls every send would otherwise outlive every restart.
+        if (ctx.signal.aborted) throw new CountedAttemptError(error instanceof Error ? error.message : String(error), { cause: error });
         throw error;
       }
     },

@@ -132,7 +132,7 @@ export const supportRouter = router({
         },
         (ticket) => (ticket.owner_id ? [webhookEvent(ticket.owner_id, 'support_ticket.created', toTicket(ticket))] : []),
       );
-      ctx.deps.jobs.notify();
+      ctx.deps.mailJobs.notify();
       return { ticket: { reference: row.reference, status: 'open' as const } };
     }),
 
@@ -210,9 +210,6 @@ export const supportRouter = router({
       if (status && status !== current.status && !TRANSITIONS[current.status].includes(status)) {
         throw new AppError('CONFLICT', 'Status change not allowed', `A ${current.status} ticket can become ${TRANSITIONS[current.status].join(', ')}`);
       }
-      if (!input.reply && status === undefined && input.priority === undefined && input.assignee === undefined) {
-        throw new AppError('VALIDATION_FAILED', 'Invalid request parameters', 'reply, status, priority or assignee: give at least one');
-      }
       const author = current.owner_id === ctx.owner.id ? ('owner' as const) : ('admin' as const);
       const row = await withEvents(
         ctx.deps,
@@ -238,7 +235,7 @@ export const supportRouter = router({
         },
         (ticket) => (ticket.owner_id ? [webhookEvent(ticket.owner_id, 'support_ticket.updated', toTicket(ticket))] : []),
       );
-      ctx.deps.jobs.notify();
+      ctx.deps.mailJobs.notify();
       return { ticket: toTicket(row) };
     }),
 });

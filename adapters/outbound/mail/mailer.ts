@@ -11,9 +11,18 @@ export interface MailMessage {
   calendar?: { method: 'REQUEST' | 'CANCEL'; ics: string };
 }
 
+export interface SendOptions {
+  /** Abandons the send, closing its connection, when aborted (a job's signal: the queue stopping, a lost lease). */
+  signal?: AbortSignal;
+}
+
 export interface Mailer {
-  /** Sends one message. Without SMTP_URL the message is logged (recipients and subject, never the body) and not sent: { delivered: false }. */
-  send(message: MailMessage): Promise<{ delivered: boolean; messageId: string | null }>;
+  /**
+   * Sends one message. Without SMTP_URL the message is logged (recipients and subject, never the body) and not sent: { delivered: false }.
+   * A send still unfinished after the mailer's deadline, or whose signal aborts, is abandoned: its connection is closed and
+   * it rejects with a MailDeliveryError (ETIMEDOUT or EABORT). The server may still have accepted the message.
+   */
+  send(message: MailMessage, options?: SendOptions): Promise<{ delivered: boolean; messageId: string | null }>;
   readonly enabled: boolean;
   close(): Promise<void>;
 }
@@ -43,12 +52,18 @@ export class InvalidMailError extends Error {
 }
 
 const DEFAULT_TIMEOUT_MS = 15_000;
+const DEFAULT_SEND_TIMEOUT_MS = 60_000;
 const LINE_BREAK = /[\r\n\0]/;
 
-export function createMailer(options: { smtpUrl?: string; from: string; logger: Logger; timeoutMs?: number }): Mailer {
+/**
+ * `timeoutMs` bounds each network step (connecting, the greeting, a silence); `sendTimeoutMs` bounds the whole send,
+ * which the steps' idle timers cannot: a server that trickles a byte every few seconds resets them for ever.
+ */
+export function createMailer(options: { smtpUrl?: string; from: string; logger: Logger; timeoutMs?: number; sendTimeoutMs?: number }): Mailer {
   const { from, logger } = options;
   const smtpUrl = options.smtpUrl?.trim() || undefined;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const sendTimeoutMs = options.sendTimeoutMs ?? DEFAULT_SEND_TIMEOUT_MS;
   refuseLineBreaks('from', from);
   if (!smtpUrl) return disabledMailer(logger);
 
@@ -76,11 +91,23 @@ export function createMailer(options: { smtpUrl?: string; from: string; logger: 
 
   return {
     enabled: true,
-    async send(message) {
+    async send(message, sendOptions = {}) {
       validate(message);
+      const { signal } = sendOptions;
+      // The deadline and the caller's signal end the send through one signal: nodemailer (10.5+) then drops the
+      // message and closes the pool connection carrying it; the pool's other connections go on.
+      const abandon = new AbortController();
+      const deadline = setTimeout(
+        () => abandon.abort(new MailDeliveryError(`SMTP send abandoned: not finished within ${sendTimeoutMs} ms`, 'ETIMEDOUT', null, null)),
+        sendTimeoutMs,
+      );
+      const onAbort = () => abandon.abort(new MailDeliveryError(`SMTP send abandoned: ${reasonText(signal?.reason)}`, 'EABORT', null, null));
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener('abort', onAbort, { once: true });
       let info: { messageId?: string; rejected?: unknown[] };
       try {
         info = await (await transportFor()).sendMail({
+          signal: abandon.signal,
           from,
           to: message.to,
           subject: message.subject,
@@ -90,7 +117,11 @@ export function createMailer(options: { smtpUrl?: string; from: string; logger: 
           ...(message.calendar && { icalEvent: { method: message.calendar.method, content: message.calendar.ics, filename: 'invite.ics' } }),
         });
       } catch (err) {
+        if (abandon.signal.aborted && abandon.signal.reason instanceof MailDeliveryError) throw abandon.signal.reason;
         throw deliveryError(err, secrets);
+      } finally {
+        clearTimeout(deadline);
+        signal?.removeEventListener('abort', onAbort);
       }
       const messageId = info.messageId ?? null;
       // nodemailer resolves when at least one recipient was accepted; the others are only listed in `rejected`.
@@ -101,7 +132,8 @@ export function createMailer(options: { smtpUrl?: string; from: string; logger: 
     },
     async close() {
       closed = true;
-      (await transport)?.close();
+      // Forced: a send still in flight at shutdown (its job already stopped) must not keep a stalling server's connection open.
+      (await transport)?.close({ force: true });
     },
   };
 }
@@ -136,6 +168,8 @@ function validate(message: MailMessage) {
     if (inBody !== method) throw new InvalidMailError(`mail: calendar method ${method} does not match the invitation's METHOD:${inBody ?? ' (missing)'}`);
   }
 }
+
+const reasonText = (reason: unknown) => (reason instanceof Error ? reason.message : reason === undefined ? 'aborted' : String(reason));
 
 function refuseLineBreaks(field: string, value: string) {
   if (LINE_BREAK.test(value)) throw new InvalidMailError(`mail: ${field} must not contain CR, LF or NUL`);
