@@ -128,6 +128,8 @@ export interface KbConfigsTable {
   /** The version new vectors are written under; serving_version is the one queries read. */
   embedding_version: Generated<number>;
   serving_version: Generated<number>;
+  /** Why the last switch to `embedding` failed (its re-embedding job died); null while it runs or once it served. */
+  embedding_error: string | null;
   /** Bumped whenever the searchable content changes; keys in-memory vector caches. */
   content_version: Generated<number>;
   created_at: CreatedAt;

@@ -99,8 +99,12 @@ export const kbConfigSchema = z
         baseUrl: z.string().nullable(),
         dimensions: z.number().int(),
         hasApiKey: z.boolean(),
+        error: z.string().nullable().meta({
+          description:
+            'Why the switch to this model failed (its re-embedding gave up), or null; the serving model keeps answering. Saving the embedding settings again, even unchanged, retries the switch',
+        }),
       })
-      .meta({ description: 'The configured embedding model (during a re-embedding: the one being moved to)' }),
+      .meta({ description: 'The configured embedding model (during a re-embedding, or after a failed one: the one being moved to)' }),
     servingEmbeddingModel: z.string().meta({ description: 'The model of the vectors queries use now' }),
     llm: z.object({ provider: z.enum(['openai', 'messages']), model: z.string(), baseUrl: z.string(), hasApiKey: z.boolean() }).nullable(),
     memory: z.object({ enabled: z.boolean(), maxMessages: z.number().int() }),
@@ -108,7 +112,10 @@ export const kbConfigSchema = z
     embeddingStatus: z.object({
       servingVersion: z.number().int(),
       targetVersion: z.number().int(),
-      reembedding: z.boolean().meta({ description: 'true while a model change is re-embedding in the background; queries keep using the serving version' }),
+      reembedding: z.boolean().meta({
+        description:
+          'true while a model change is re-embedding in the background; queries keep using the serving version. false again when it finished or failed (embedding.error)',
+      }),
     }),
     createdAt: timestamp,
     updatedAt: timestamp,

@@ -12,7 +12,7 @@ import * as repo from './repository.ts';
 import { detachConfig } from '../chat-interfaces/repository.ts';
 import { toChatInterface } from '../chat-interfaces/router.ts';
 import { normaliseTools, toolSettingInput, TOOL_REGISTRY } from './tools-registry.ts';
-import { REEMBED_JOB } from './jobs.ts';
+import { queueReembedding } from './jobs.ts';
 import { checkAddressAtSave, withWarnings } from '../address-at-save.ts';
 
 const tags = ['Knowledge base'];
@@ -133,6 +133,11 @@ export const kbConfigsRouter = router({
       const { secrets } = ctx.deps;
       const nextEmbedding = input.embedding ? embeddingSettings(input.embedding) : undefined;
       const embeddingChanged = nextEmbedding !== undefined && !sameEmbedding(current.embedding, nextEmbedding);
+      const switching = current.serving_version !== current.embedding_version;
+      // The same target saved again restarts a switch that failed (or whose job was lost); while its job is
+      // queued or running, the queue's dedupe key makes this a no-op (should that job be failing at this very
+      // moment, the sweep records its failure afterwards).
+      const restartSwitch = nextEmbedding !== undefined && !embeddingChanged && switching;
       // A stored provider key follows its host: a new host without a new key gets no key.
       const sameHost = (a?: string | null, b?: string | null) => !!a && !!b && new URL(a).origin === new URL(b).origin;
       const nextEmbeddingKey =
@@ -171,8 +176,10 @@ export const kbConfigsRouter = router({
                 ? {
                     embedding: nextEmbedding!,
                     embedding_api_key_enc: nextEmbeddingKey,
-                    // Same model, new key: the serving side uses it too. A new model waits for the switch.
-                    ...(embeddingChanged ? {} : { serving_embedding_api_key_enc: nextEmbeddingKey }),
+                    // The served model, new key: the serving side uses it too. A new model, or the target of a
+                    // switch in progress or failed (another provider, perhaps), gets its key when it serves.
+                    ...(embeddingChanged || switching ? {} : { serving_embedding_api_key_enc: nextEmbeddingKey }),
+                    ...(embeddingChanged || restartSwitch ? { embedding_error: null } : {}),
                   }
                 : {}),
               ...(input.llm !== undefined
@@ -184,20 +191,13 @@ export const kbConfigsRouter = router({
             },
             embeddingChanged,
           );
-          if (embeddingChanged) {
-            // The old vectors keep serving until the re-embedding job switches serving_version.
-            await ctx.deps.jobs.enqueue(
-              REEMBED_JOB,
-              { configId: updated.id, version: updated.embedding_version },
-              { dedupeKey: `reembed:${updated.id}:${updated.embedding_version}` },
-              trx,
-            );
-          }
+          // The old vectors keep serving until the re-embedding job switches serving_version.
+          if (embeddingChanged || restartSwitch) await queueReembedding(ctx.deps.jobs, { configId: updated.id, version: updated.embedding_version }, trx);
           return updated;
         },
         (updated) => [webhookEvent(ctx.owner.id, 'knowledge_base.updated', repo.toKbConfig(updated))],
       );
-      if (embeddingChanged) ctx.deps.jobs.notify();
+      if (embeddingChanged || restartSwitch) ctx.deps.jobs.notify();
       return withWarnings({ config: repo.toKbConfig(row) }, warnings);
     }),
 

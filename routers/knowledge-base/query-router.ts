@@ -117,7 +117,7 @@ export const kbQueryRouter = router({
         embeddingModel: c.embedding.model,
         indexKind: 'exact-in-process' as const,
         servingVersion: c.serving_version,
-        reembedding: c.serving_version !== c.embedding_version,
+        reembedding: repo.reembedding(c),
       }));
       return { collections, count: collections.length };
     }),

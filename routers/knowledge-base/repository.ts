@@ -1,4 +1,4 @@
-import { sql, type InsertObject, type Kysely, type Selectable, type Transaction, type UpdateObject } from 'kysely';
+import { sql, type InsertObject, type Kysely, type RawBuilder, type Selectable, type Transaction, type UpdateObject } from 'kysely';
 import type { DB, DocumentStage, KbConfigsTable, KbDocumentsTable, KbToolSetting } from '../../db/types.ts';
 import { jsonb } from '../../db/json.ts';
 import { toIso } from '../../schema/common.ts';
@@ -7,6 +7,10 @@ import { jobInsertAfter, jobPayloadNames, type NewJob } from '../jobs/repository
 export type KbConfigRow = Selectable<KbConfigsTable>;
 export type KbDocumentRow = Selectable<KbDocumentsTable>;
 type Db = Kysely<DB> | Transaction<DB>;
+
+/** Whether a model switch is under way. A failed one is not: it waits for the owner to save the settings again. */
+export const reembedding = (row: Pick<KbConfigRow, 'serving_version' | 'embedding_version' | 'embedding_error'>) =>
+  row.serving_version !== row.embedding_version && row.embedding_error === null;
 
 export function toKbConfig(row: KbConfigRow) {
   return {
@@ -25,12 +29,17 @@ export function toKbConfig(row: KbConfigRow) {
       baseUrl: row.embedding.baseUrl ?? null,
       dimensions: row.embedding.dimensions,
       hasApiKey: row.embedding_api_key_enc !== null,
+      error: row.embedding_error,
     },
     servingEmbeddingModel: row.serving_embedding.model,
     llm: row.llm ? { provider: row.llm.provider, model: row.llm.model, baseUrl: row.llm.baseUrl, hasApiKey: row.llm_api_key_enc !== null } : null,
     memory: { enabled: row.memory_enabled, maxMessages: row.memory_max_messages },
     tools: row.tools.map((t) => ({ name: t.name, enabled: t.enabled, config: t.config ?? {} })),
-    embeddingStatus: { servingVersion: row.serving_version, targetVersion: row.embedding_version, reembedding: row.serving_version !== row.embedding_version },
+    embeddingStatus: {
+      servingVersion: row.serving_version,
+      targetVersion: row.embedding_version,
+      reembedding: reembedding(row),
+    },
     createdAt: toIso(row.created_at)!,
     updatedAt: toIso(row.updated_at)!,
   };
@@ -320,19 +329,75 @@ export async function countChunksWithoutVector(db: Db, configId: string, version
   return rows[0]?.n ?? 0;
 }
 
-/** Serving switches to `version` (model and key follow), and the vectors of every other version go. */
+/**
+ * Serving switches to `version` (model and key follow), and the vectors of every other version go. Answers the
+ * row when serving changed (undefined when it already served `version`).
+ */
 export async function switchServingVersion(db: Db, configId: string, version: number) {
-  await db
+  const switched = await db
     .updateTable('kb_configs')
     .set((eb) => ({
       serving_version: version,
       serving_embedding: eb.ref('embedding'),
       serving_embedding_api_key_enc: eb.ref('embedding_api_key_enc'),
+      embedding_error: null,
       content_version: eb('content_version', '+', 1),
+      updated_at: new Date(),
     }))
     .where('id', '=', configId)
-    .execute();
+    .where('serving_version', '<>', version)
+    .returningAll()
+    .executeTakeFirst();
   await db.deleteFrom('kb_vectors').where('config_id', '=', configId).where('version', '<>', version).execute();
+  return switched;
+}
+
+/**
+ * Records why the switch to `version` failed, once, while `version` is still the target and not served. With
+ * `unlessActiveJob` (a job kind), not while a job of that kind for this switch is queued or running: the sweep
+ * must not fail a switch the owner has just restarted. Answers the row when it changed.
+ */
+export async function failEmbeddingSwitch(db: Db, configId: string, version: number, reason: string, unlessActiveJob?: string) {
+  return db
+    .updateTable('kb_configs')
+    .set({ embedding_error: reason, updated_at: new Date() })
+    .where('id', '=', configId)
+    .where('embedding_version', '=', version)
+    .where('serving_version', '<>', version)
+    .where('embedding_error', 'is', null)
+    .$if(unlessActiveJob !== undefined, (qb) =>
+      qb.where(
+        sql<boolean>`not exists (select 1 from jobs j where j.kind = ${unlessActiveJob} and j.status in ('queued', 'running') and ${reembedJobOf(sql`${configId}`, sql`${String(version)}`)})`,
+      ),
+    )
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** How a re-embedding job (alias `j`) names its configuration and version (payload `{configId, version}`). */
+const reembedJobOf = (configId: RawBuilder<unknown>, version: RawBuilder<unknown>) =>
+  sql`${jobPayloadNames('configId', configId)} and ${jobPayloadNames('version', version)}`;
+
+/**
+ * Configurations switching embedding models (target not served, no failure recorded) with no queued or running
+ * re-embedding job (`kind`) for their target, and the status and error of the latest job there was: 'dead' when
+ * it died without recording why (its last lease ran out), none or 'done' when it was lost. One statement: the
+ * sweep runs at start-up and periodically.
+ */
+export async function findStalledEmbeddingSwitches(db: Db, kind: string) {
+  const names = reembedJobOf(sql`c.id::text`, sql`c.embedding_version::text`);
+  const { rows } = await sql<{ id: string; version: number; last_status: string | null; last_error: string | null }>`
+    select c.id, c.embedding_version as version, latest.status as last_status, latest.last_error
+    from kb_configs c
+    left join lateral (
+      select j.status, j.last_error from jobs j
+      where j.kind = ${kind} and ${names}
+      order by j.created_at desc, j.updated_at desc
+      limit 1
+    ) latest on true
+    where c.serving_version <> c.embedding_version and c.embedding_error is null
+      and not exists (select 1 from jobs j where j.kind = ${kind} and j.status in ('queued', 'running') and ${names})`.execute(db);
+  return rows;
 }
 
 /**
