@@ -172,9 +172,17 @@ function guarded<Added extends object>(authorize: (ctx: Context) => Added | Prom
   });
 }
 
-const nothingAdded = {};
+/** The same for callers that add nothing to the context: no context to copy either. */
+function guardedAsIs(authorize: (ctx: Context) => void | Promise<void>) {
+  return t.middleware(async ({ ctx, meta, path, getRawInput, next }) => {
+    await countCall(ctx, meta?.rateLimit, path);
+    await authorize(ctx);
+    await checkStorableText(getRawInput);
+    return next();
+  });
+}
 
-export const publicProcedure = t.procedure.meta({ auth: 'public' }).use(guarded(() => nothingAdded));
+export const publicProcedure = t.procedure.meta({ auth: 'public' }).use(guardedAsIs(() => {}));
 
 async function signedInOwner(ctx: Context) {
   const caller = await ctx.getCaller();
@@ -237,13 +245,13 @@ export const visitorProcedure = t.procedure.meta({ auth: 'visitor' }).use(
 
 /** Internal cron calls: `Authorization: Bearer <CRON_SECRET>`, compared in constant time. */
 export const cronProcedure = t.procedure.meta({ auth: 'cron' }).use(
-  guarded(async (ctx) => {
+  guardedAsIs(async (ctx) => {
     const secret = ctx.deps.config.CRON_SECRET;
     const given = /^Bearer\s+(\S+)$/i.exec(ctx.authorization ?? '')?.[1] ?? '';
     // Digests have equal lengths whatever was sent, so the comparison itself can neither throw nor leak length.
     const digest = (value: string) => createHash('sha256').update(value).digest();
     const ok = secret !== undefined && given !== '' && timingSafeEqual(digest(given), digest(secret));
-    if (ok) return nothingAdded;
+    if (ok) return;
     // A valid credential of another kind is the wrong kind (403), as everywhere else; anything else is 401.
     const caller = await ctx.getCaller();
     if (caller.kind !== 'anonymous') throw new AppError('FORBIDDEN', 'This operation needs the cron secret');

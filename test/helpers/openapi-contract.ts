@@ -24,13 +24,14 @@ interface Operation {
 interface PathTemplate {
   template: string;
   pattern: RegExp;
-  staticSegments: number;
+  /** Per segment, 0 for a literal and 1 for a parameter: the lower sequence is the more specific template. */
+  kinds: number[];
   operations: Record<string, Operation>;
 }
 
 export interface Contract {
   document: any;
-  /** The operation serving METHOD path (path without query), as the REST route table would pick it, or undefined. */
+  /** The operation serving METHOD path (path without query), as the REST route table picks it, or undefined. */
   operationFor(method: string, path: string): { template: string; operation: Operation } | undefined;
   /** Problems of one response (empty when it matches the document, or when the request is not an operation). */
   problemsOf(method: string, path: string, response: ContractResponse): string[];
@@ -55,18 +56,19 @@ const rewriteRefs = (schema: unknown): unknown => JSON.parse(JSON.stringify(sche
 
 function templateOf(template: string, operations: Record<string, Operation>): PathTemplate {
   const segments = template.split('/').filter(Boolean);
-  let params = 0;
+  const kinds: number[] = [];
   const source = segments
     .map((segment) => {
-      if (/^\{[^/}]+\}$/.test(segment)) {
-        params++;
+      const param = /^\{[^/}]+\}$/.test(segment);
+      kinds.push(param ? 1 : 0);
+      if (param) {
         return '[^/]+';
       }
       return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     })
     .join('/');
   // The REST adapter accepts one trailing slash, so the same request is the same operation here.
-  return { template, pattern: new RegExp(`^/${source}/?$`), staticSegments: segments.length - params, operations };
+  return { template, pattern: new RegExp(`^/${source}/?$`), kinds, operations };
 }
 
 const formatErrors = (errors: ErrorObject[] | null | undefined) =>
@@ -80,8 +82,12 @@ export function buildContract(document: any): Contract {
   const templates = Object.entries((document.paths ?? {}) as Record<string, Record<string, Operation>>).map(([template, item]) =>
     templateOf(template, Object.fromEntries(Object.entries(item).filter(([method]) => HTTP_METHODS.has(method)))),
   );
-  // Most literal segments first, as the route table does (`/documents/bulk-delete` before `/documents/{id}`).
-  templates.sort((a, b) => b.staticSegments - a.staticSegments);
+  // As the route table does: at the first segment two templates differ, a literal beats a parameter.
+  const specificity = (a: PathTemplate, b: PathTemplate) => {
+    for (let i = 0; i < Math.min(a.kinds.length, b.kinds.length); i++) if (a.kinds[i] !== b.kinds[i]) return a.kinds[i]! - b.kinds[i]!;
+    return a.kinds.length - b.kinds.length;
+  };
+  templates.sort(specificity);
   const validators = new Map<string, ValidateFunction>();
   const validatorFor = (key: string, schema: unknown) => {
     const cached = validators.get(key);
@@ -94,11 +100,10 @@ export function buildContract(document: any): Contract {
   const operationFor: Contract['operationFor'] = (method, path) => {
     const verb = method.toLowerCase();
     if (verb === 'head') return undefined; // answered like GET without a body; not an operation of its own
-    for (const t of templates) {
-      const operation = t.operations[verb];
-      if (operation && t.pattern.test(path)) return { template: t.template, operation };
-    }
-    return undefined;
+    // A path belongs to its most specific template whatever the method: another method there is a 405, no operation.
+    const t = templates.find((candidate) => candidate.pattern.test(path));
+    const operation = t?.operations[verb];
+    return t && operation ? { template: t.template, operation } : undefined;
   };
 
   return {

@@ -227,4 +227,10 @@ describe('request bodies', () => {
     expect(bodiless.status).toBe(400);
     expect(bodiless.body.error.details).toContain('give name or active');
   });
+
+  it('a ticket update needs one of its fields: the document says the body is required', async () => {
+    expect(operation('PATCH', '/api/v1/support/tickets/{ticketId}').requestBody.required).toBe(true);
+    const bodiless = await app.request('PATCH', `/api/v1/support/tickets/${randomUUID()}`, { token: owner.token });
+    expect([bodiless.status, bodiless.body.error.details]).toEqual([400, 'reply, status, priority or assignee: give at least one']);
+  });
 });

@@ -122,7 +122,7 @@ export function createRestHandler(options: RestHandlerOptions) {
 
   /**
    * A body refused before its procedure runs (malformed, too large, of the wrong type) is still a request of the caller's
-   * budget and carries the rate-limit headers every response has; past the limit it is the 429. An upload counted
+   * budget and carries the rate-limit headers every REST answer has; past the limit it is the 429. An upload counted
    * before its body was read is not counted twice.
    */
   async function readInputCounted(req: IncomingMessage, route: RestRoute, url: URL, params: Record<string, string>, ctx: Context) {
@@ -148,7 +148,7 @@ export function createRestHandler(options: RestHandlerOptions) {
 
   /**
    * A request that names no operation (unknown route, wrong method) is still a request of the caller's budget and
-   * carries the rate-limit headers every response has; past the limit it is the 429. All of a caller's such requests
+   * carries the rate-limit headers every REST answer has; past the limit it is the 429. All of a caller's such requests
    * share one count under a name no procedure has, so a scanner makes no new keys and spends no operation's budget.
    */
   async function refuseUnmatched(res: ServerResponse, ctx: Context, url: URL, method: string, refusal: AppError, headers: Record<string, string> = {}) {

@@ -222,7 +222,7 @@ function responsesFor(route: RestRoute, data: any, schemas: Record<string, any>)
     if (meta.otherSuccess) responses[String(meta.otherSuccess.status)] = success(meta.otherSuccess.description);
   }
 
-  // A raw body is read whatever its Content-Type (the procedure checks it after its signature): never a 415.
+  // A raw body is read whatever its Content-Type, and nothing checks that header: never a 415.
   const readsJson = route.method !== 'GET' && !meta.multipart && !meta.rawBody;
   responses['400'] = errorRef(
     meta.multipart
@@ -263,7 +263,8 @@ function responsesFor(route: RestRoute, data: any, schemas: Record<string, any>)
   const entries: Array<[string, string]> = Array.isArray(declared)
     ? declared.map((code) => [String(code), 'Error'])
     : Object.entries(declared).map(([code, text]) => [code, String(text)]);
-  for (const [code, text] of entries) responses[code] = errorRef(text);
+  // A declared 403 keeps the plain-HTTP refusal every operation has.
+  for (const [code, text] of entries) responses[code] = errorRef(code === '403' ? `${text}; or HTTPS_REQUIRED for a plain-HTTP request` : text);
   return Object.fromEntries(Object.entries(responses).sort(([a], [b]) => Number(a) - Number(b)));
 }
 

@@ -8,7 +8,6 @@ export interface RestRoute {
   procedurePath: string;
   meta: AppMeta;
   paramNames: string[];
-  staticSegments: number;
 }
 
 export interface RouteTable {
@@ -87,8 +86,9 @@ export function buildRouteTable(router: AnyRouter): RouteTable {
       procedurePath,
       meta,
       paramNames,
-      staticSegments: segments.length - paramNames.length,
     };
+    // Two operations on one method and template would leave one unreachable: a mistake in the routers, not a choice.
+    if (node.routes.has(route.method)) throw new Error(`${route.method} ${route.path} is declared twice`);
     routes.push(route);
     node.routes.set(route.method, route);
   }
