@@ -3,6 +3,30 @@ import type { Context } from '../../../routers/context.ts';
 import { toClientError } from '../client-error.ts';
 
 /**
+ * How long a stream waits for its reader to take what was written. Backpressure bounds what a reader that stopped
+ * reading costs in memory, but not the connection and the work paused behind it: past this, the stream is closed.
+ */
+const STALLED_READER_MS = 60_000;
+
+/** Resolves when `res` takes more (drain), closes, or has waited too long, in which case it is destroyed. */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      res.destroy();
+      done();
+    }, STALLED_READER_MS);
+    res.once('drain', done);
+    res.once('close', done);
+  });
+}
+
+/**
  * Writes an async iterable of JSON events as Server-Sent Events: `data: <json>` lines, then `data: [DONE]`.
  * The first event is awaited before any byte is written, so a failure before it still gets the normal JSON
  * error envelope (the caller's catch). A client that disconnects stops the iteration (and, through
@@ -27,17 +51,7 @@ export async function streamEvents(res: ServerResponse, events: AsyncIterable<un
   res.once('close', onClose);
   // Respect backpressure: a slow reader pauses the producer instead of growing our buffer.
   const write = async (event: unknown) => {
-    if (!res.write(`data: ${JSON.stringify(event)}\n\n`) && !res.destroyed) {
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          res.off('drain', done);
-          res.off('close', done);
-          resolve();
-        };
-        res.once('drain', done);
-        res.once('close', done);
-      });
-    }
+    if (!res.write(`data: ${JSON.stringify(event)}\n\n`) && !res.destroyed) await drained(res);
   };
   try {
     let step = first;
@@ -53,5 +67,8 @@ export async function streamEvents(res: ServerResponse, events: AsyncIterable<un
   } finally {
     res.off('close', onClose);
   }
-  if (!res.destroyed) res.end('data: [DONE]\n\n');
+  if (res.destroyed) return;
+  // The last bytes may also wait for a reader that stopped: the same bound applies to them.
+  if (!res.write('data: [DONE]\n\n')) await drained(res);
+  if (!res.destroyed) res.end();
 }
