@@ -69,6 +69,12 @@ export const configSchema = z.object({
   PGLITE_SHARED_BUFFERS_MB: z.coerce.number().int().min(1).max(4096).default(32),
   JSON_BODY_LIMIT_BYTES: positiveInt(1024 * 1024),
   QUERY_CACHE_LIMIT_BYTES: positiveInt(256 * 1024),
+  /** Request bodies held in memory at once by the whole instance (JSON, uploads, GraphQL); past it a new body is a 503. */
+  BODY_MEMORY_LIMIT_BYTES: positiveInt(256 * 1024 * 1024),
+  /** The same for one client (its rate-limit key: IP, IPv6 per /64); past it a new body is a 429. A client's only body always fits. */
+  BODY_MEMORY_PER_CLIENT_BYTES: positiveInt(32 * 1024 * 1024),
+  /** A body that has started may go this long without a byte before it is answered 408 and its connection closed. */
+  BODY_IDLE_TIMEOUT_MS: z.coerce.number().int().min(100).max(900_000).default(30_000),
   /** Postings held in memory for BM25 across all knowledge bases of an instance (least recently used go first); 0 scores in SQL. */
   LEXICAL_INDEX_MAX_POSTINGS: z.coerce.number().int().min(0).max(100_000_000).default(4_000_000),
   /** Memory for vectors held for similarity search across all knowledge bases of an instance (MB); 0 holds none (every query scans the stored vectors). */

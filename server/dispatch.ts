@@ -6,6 +6,9 @@ import type { AppDeps, Context } from '../routers/context.ts';
 import { resolveCaller } from '../routers/auth/caller.ts';
 import { sendError } from '../adapters/inbound/envelope.ts';
 import { HTTP_STATUS } from '../adapters/inbound/http-status.ts';
+import { attachBodyLease, createBodyBudget } from '../adapters/inbound/request-body.ts';
+import { clientKey } from '../adapters/outbound/rate-limit/client-key.ts';
+import { limitBodyIdleTime } from './listener.ts';
 
 export type AdapterHandler = (req: IncomingMessage, res: ServerResponse, ctx: Context, url: URL) => Promise<void>;
 
@@ -111,11 +114,14 @@ export function createDispatcher(
   adapters: { rest: AdapterHandler; trpc: AdapterHandler; graphql: AdapterHandler; web: { matches(path: string): boolean; handle: AdapterHandler } },
 ) {
   const trustProxy = deps.config.TRUST_PROXY;
+  // One per instance: every body the adapters buffer is held on it, per client as rate limiting counts clients.
+  const bodies = createBodyBudget({ instanceBytes: deps.config.BODY_MEMORY_LIMIT_BYTES, perClientBytes: deps.config.BODY_MEMORY_PER_CLIENT_BYTES });
   return (req: IncomingMessage, res: ServerResponse, secure: boolean) => {
     // The adapters read and write these streams; a reset mid-body must never surface as an unhandled 'error'
     // event (which ends the process). Readers still see the failure through their own iteration or listeners.
     req.on('error', ignoreStreamError);
     res.on('error', ignoreStreamError);
+    limitBodyIdleTime(req, res, deps.config.BODY_IDLE_TIMEOUT_MS);
     const started = process.hrtime.bigint();
     let route = 'unmatched';
     let context: Context | undefined;
@@ -176,11 +182,17 @@ export function createDispatcher(
     else if (adapters.web.matches(path)) adapter = adapters.web.handle;
     if (!adapter) return sendError(res, new AppError('NOT_FOUND', 'Route not found', `${req.method} ${path}`));
 
+    const clientIp = clientIpOf(req, trustProxy);
+    const lease = bodies.lease(clientKey(clientIp));
+    attachBodyLease(req, lease);
     const abort = new AbortController();
+    // 'close' comes once on every path (answered, client gone, timed out, socket error): the one release that
+    // always happens. A reader that drops what it read releases earlier; a second release does nothing.
     res.once('close', () => {
+      lease.release();
       if (!res.writableFinished) abort.abort();
     });
-    const ctx = createContext(deps, req, requestId, clientIpOf(req, trustProxy), abort.signal);
+    const ctx = createContext(deps, req, requestId, clientIp, abort.signal);
     context = ctx;
     route = adapter === adapters.rest ? '/api (unmatched)' : adapter === adapters.trpc ? '/trpc' : adapter === adapters.graphql ? '/graphql' : 'web';
     adapter(req, res, ctx, url).catch((error: unknown) => {

@@ -36,9 +36,13 @@ export const DEFAULT_LISTENER_TIMEOUTS: ListenerTimeouts = {
   keepAliveMs: 5_000,
 };
 
+/** Our own code for a body that stopped arriving (limitBodyIdleTime), answered like Node's request timeout. */
+const BODY_IDLE = 'ERR_BODY_IDLE';
+
 const CLIENT_ERRORS: Record<string, AppError> = {
   HPE_HEADER_OVERFLOW: new AppError('HEADERS_TOO_LARGE', 'Request headers too large', 'Headers are limited to 16 KiB'),
   ERR_HTTP_REQUEST_TIMEOUT: new AppError('REQUEST_TIMEOUT', 'Request timeout', 'The request was not received in time'),
+  [BODY_IDLE]: new AppError('REQUEST_TIMEOUT', 'Request timeout', 'The request body stopped arriving'),
 };
 
 /**
@@ -90,6 +94,38 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket) {
   socket.once('close', () => clearTimeout(timer));
   socket.once('end', () => socket.destroy());
   socket.end(answer);
+}
+
+/**
+ * A body that stops arriving. Node bounds only the whole request (15 minutes, so that the largest upload can arrive
+ * slowly), and within that a client can send part of a body and then nothing, holding its connection and the part
+ * buffered so far. Past `idleMs` without a byte the request is answered 408 (as Node's own timeout is) and the
+ * connection closed. Any byte counts, so a slow but steady upload is never cut. While the socket is paused the
+ * client cannot send (nobody is reading the body yet, or a reader holds it back), so that time does not count.
+ * The socket's byte count is sampled a few times per `idleMs` (one timer per body in progress) rather than followed
+ * chunk by chunk, which would add work to every chunk of every body.
+ */
+export function limitBodyIdleTime(req: IncomingMessage, res: ServerResponse, idleMs: number): void {
+  if (req.headers['transfer-encoding'] === undefined && !(Number(req.headers['content-length']) > 0)) return;
+  const socket = req.socket;
+  let seen = socket.bytesRead;
+  let quietSince = Date.now();
+  const timer = setInterval(
+    () => {
+      if (req.complete) return clearInterval(timer);
+      if (socket.bytesRead !== seen || socket.isPaused()) {
+        seen = socket.bytesRead;
+        quietSince = Date.now();
+      } else if (Date.now() - quietSince >= idleMs) {
+        clearInterval(timer);
+        answerClientError(Object.assign(new Error('request body idle'), { code: BODY_IDLE }), socket);
+      }
+    },
+    Math.max(10, Math.floor(idleMs / 4)),
+  );
+  timer.unref();
+  // Once answered the rest of the body is the dispatcher's bounded drain's; a closed socket needs no watch.
+  res.once('close', () => clearInterval(timer));
 }
 
 /**

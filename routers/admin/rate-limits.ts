@@ -73,13 +73,10 @@ const output = z.object({
     .array(
       z.object({
         bucket: bucketSchema,
-        operation: z
-          .string()
-          .nullable()
-          .meta({
-            description:
-              'The procedure path (`admin.status`), or `(unmatched)` for REST requests that name no operation or use a wrong method; null for per-IP and shared budgets',
-          }),
+        operation: z.string().nullable().meta({
+          description:
+            'The procedure path (`admin.status`), or `(unmatched)` for REST requests that name no operation or use a wrong method; null for per-IP and shared budgets',
+        }),
         callerKind: z.enum(['owner', 'apiKey', 'visitor', 'ip', 'shared']),
         callerId: z.string().nullable().meta({ description: 'Owner, API key or visitor id, or client IP (IPv6 by /64); null for a shared budget' }),
         count: z.number().int().meta({ description: 'Requests counted in the window now' }),

@@ -4,8 +4,9 @@ import type { GraphQLError, ValidationContext } from 'graphql';
 import type { AnyRouter } from '@trpc/server';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context } from '../../../routers/context.ts';
-import { ERROR_CODES, type ErrorCode } from '../../../schema/errors.ts';
+import { AppError, ERROR_CODES, type ErrorCode } from '../../../schema/errors.ts';
 import { HTTP_STATUS } from '../http-status.ts';
+import { readBodyBytes } from '../request-body.ts';
 import { buildGraphqlSchema } from './schema.ts';
 import { GRAPHIQL_SECURITY_HEADERS, renderGraphiqlPage } from './graphiql.ts';
 
@@ -93,8 +94,28 @@ const closedListCodes: Plugin = {
   },
 };
 
+/** What the handler hands Yoga besides the request: our context, and a body the reader refused. */
+interface ServerContext {
+  ctx: Context;
+  refusedBody?: AppError;
+}
+
+/**
+ * A body the reader refused (over the cap or the body budget, cut off, stalled) is answered before Yoga parses
+ * anything, as a GraphQL error with the refusal's own code, status and headers (Retry-After).
+ */
+const refusedBodies: Plugin<Record<string, unknown>, ServerContext> = {
+  onRequestParse({ serverContext }) {
+    const refusal = serverContext.refusedBody;
+    if (!refusal) return;
+    throw createGraphQLError(refusal.message, {
+      extensions: { code: refusal.code, details: refusal.details, http: { status: HTTP_STATUS[refusal.code], headers: refusal.headers } },
+    });
+  },
+};
+
 export function createGraphqlHandler(router: AnyRouter, maxBodyBytes: number) {
-  const yoga = createYoga<{ ctx: Context }, Context>({
+  const yoga = createYoga<ServerContext, Context>({
     schema: buildGraphqlSchema(router) as never,
     graphqlEndpoint: '/graphql',
     maxRequestBodySize: maxBodyBytes,
@@ -107,6 +128,7 @@ export function createGraphqlHandler(router: AnyRouter, maxBodyBytes: number) {
     renderGraphiQL: renderGraphiqlPage,
     logging: false,
     plugins: [
+      refusedBodies,
       EnvelopArmorPlugin({
         maxTokens: { n: GRAPHQL_LIMITS.maxTokens, ...onLimit },
         // Fragments do not add depth: the same selection written with or without them is equally deep.
@@ -131,8 +153,20 @@ export function createGraphqlHandler(router: AnyRouter, maxBodyBytes: number) {
     ],
   });
   return async (req: IncomingMessage, res: ServerResponse, ctx: Context) => {
+    // Yoga would buffer the body itself, outside the body budget: it is read here, under the same cap and budget as
+    // REST's, and handed over as bytes (which Yoga's Node adapter takes as the body instead of reading the stream).
+    let refusedBody: AppError | undefined;
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      try {
+        const body = await readBodyBytes(req, maxBodyBytes);
+        if (body.length > 0) (req as IncomingMessage & { body?: Buffer }).body = body;
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error;
+        refusedBody = error;
+      }
+    }
     // handle(req, res) runs the request and writes the response to `res`; handleNodeRequestAndResponse
     // only returns a fetch Response and would leave the socket hanging.
-    await yoga.handle(req, res, { ctx });
+    await yoga.handle(req, res, { ctx, refusedBody });
   };
 }

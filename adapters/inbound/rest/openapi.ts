@@ -181,7 +181,8 @@ function flatSchema(data: any, schemas: Record<string, any>, where: string) {
 /**
  * Every status an operation can answer, derived from what its route declares: its auth rule (401/403), whether it
  * reads a JSON or multipart body (413/415, and 400 for a malformed one), path parameters (404), plus the statuses a
- * procedure declares itself in `meta.openapi.errorResponses` (409, upstream 5xx, ...). Every operation can answer
+ * procedure declares itself in `meta.openapi.errorResponses` (409, upstream 5xx, ...), and 503 where a body is read
+ * (the instance's body memory budget is full). Every operation can answer
  * 400 (any input, even a query string, is checked for storable text), 429 and 500, and what the listener answers
  * before an operation is chosen (403 for plain HTTP, 408, 431). An operation whose output is
  * `z.never()` has no success response at all.
@@ -254,17 +255,31 @@ function responsesFor(route: RestRoute, data: any, schemas: Record<string, any>)
   } else if (meta.rawBody) {
     responses['413'] = errorRef('Request body above the JSON body limit (1 MiB by default)');
   }
+  const retryAfter = { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } };
+  // Bodies are held in memory under a budget per client and per instance (adapters/inbound/request-body.ts).
+  const readsBody = readsJson || meta.multipart !== undefined || meta.rawBody !== undefined;
   responses['429'] = {
-    ...errorRef('Rate limit exceeded'),
-    headers: { ...rateLimitHeaders, 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } },
+    ...errorRef(
+      readsBody ? "Rate limit exceeded, or this client's request bodies in progress fill its share of the body memory budget" : 'Rate limit exceeded',
+    ),
+    headers: { ...rateLimitHeaders, ...retryAfter },
   };
+  if (readsBody) {
+    responses['503'] = {
+      ...errorRef('SERVICE_UNAVAILABLE: the request bodies in progress fill the body memory budget of this instance'),
+      headers: { ...rateLimitHeaders, ...retryAfter },
+    };
+  }
   responses['500'] = errorRef('Server error (no internals; quote X-Request-Id)');
   const declared = meta.openapi?.errorResponses ?? {};
   const entries: Array<[string, string]> = Array.isArray(declared)
     ? declared.map((code) => [String(code), 'Error'])
     : Object.entries(declared).map(([code, text]) => [code, String(text)]);
-  // A declared 403 keeps the plain-HTTP refusal every operation has.
-  for (const [code, text] of entries) responses[code] = errorRef(code === '403' ? `${text}; or HTTPS_REQUIRED for a plain-HTTP request` : text);
+  for (const [code, text] of entries) {
+    // A procedure's own 503 (no backend, billing off) does not replace the body budget's: both can happen.
+    const budget = code === '503' && readsBody ? (responses['503'] as { description: string }) : undefined;
+    responses[code] = budget ? { ...budget, description: `${text}; or ${budget.description}` } : errorRef(text);
+  }
   return Object.fromEntries(Object.entries(responses).sort(([a], [b]) => Number(a) - Number(b)));
 }
 

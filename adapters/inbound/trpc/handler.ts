@@ -83,9 +83,11 @@ export function createTrpcHandler(appRouter: AnyRouter, maxBodyBytes: number) {
       },
       createContext: () => ctx,
       responseMeta({ errors }) {
-        const statuses = errors.map((e) => HTTP_STATUS[toClientError(e).appError.code]);
+        const refusals = errors.map((e) => toClientError(e).appError);
+        const statuses = refusals.map((e) => HTTP_STATUS[e.code]);
         const status = statuses.length === 0 ? undefined : statuses.every((s) => s === statuses[0]) ? statuses[0] : 207;
-        return { status, headers: ctx.responseHeaders };
+        // An error's own headers (Retry-After of a body refused for lack of room) go out as REST sends them.
+        return { status, headers: Object.assign({}, ctx.responseHeaders, ...refusals.map((e) => e.headers)) };
       },
       onError({ error, path }) {
         if (toClientError(error).unexpected) {
