@@ -15,3 +15,14 @@ export async function seenAfterSql(check: () => Promise<boolean>, what: string) 
   if (process.env.DATABASE_URL) await eventually(check, what);
   else if (!(await check())) throw new Error(`not at once on the embedded database: ${what}`);
 }
+
+/** Polls `check` until it answers something, bounded, and returns that answer. */
+export async function until<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = await check();
+    if (found !== undefined) return found;
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

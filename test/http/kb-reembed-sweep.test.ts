@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { until } from '../helpers/eventually.ts';
 import { startMockOpenAi, type MockOpenAi } from '../helpers/openai-mock-server.ts';
 
 /**
@@ -27,16 +28,6 @@ const reembedJobs = (configId: string) =>
     .where(sql<string>`payload->>'configId'`, '=', configId)
     .orderBy('created_at')
     .execute();
-
-async function until<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = await check();
-    if (found !== undefined) return found;
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** A knowledge base on the local model with one document, switched to `model` on the provider. */
 async function switchingKb(name: string, model: string) {
