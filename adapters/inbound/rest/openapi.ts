@@ -82,7 +82,7 @@ export function buildOpenApiDocument(router: AnyRouter, info: { title: string; v
 }
 
 /** Stands in for every path parameter when an input is tried without a body: a UUID, which the id and slug rules accept. */
-const PATH_PLACEHOLDER = '0b6f1c2e-4d5a-4e8f-9a7b-3c2d1e0f9a8b';
+const SAMPLE_PATH_VALUE = '0b6f1c2e-4d5a-4e8f-9a7b-3c2d1e0f9a8b';
 
 interface ParserLike {
   safeParse?: (value: unknown) => { success: boolean; error?: { issues: ReadonlyArray<{ path: readonly PropertyKey[] }> } };
@@ -92,14 +92,14 @@ interface ParserLike {
  * Whether a request without a body is refused. The REST adapter reads an absent body as no fields (the input is then
  * the path parameters alone), so the body is required only when the input needs something from it: a required
  * property, or a rule over optional ones ("give name or active") that JSON Schema does not show, found by trying
- * the input with the path parameters alone. Issues about the placeholder path values are not the body's.
+ * the input with the path parameters alone. Issues about those sample path values are not the body's.
  */
 function bodyRequired(requestBody: any, inputs: unknown[], paramNames: string[], schemas: Record<string, any>): boolean {
   const schema = Object.values((requestBody.content ?? {}) as Record<string, { schema?: any }>)[0]?.schema;
   const ref = typeof schema?.$ref === 'string' ? /^#\/components\/schemas\/(.+)$/.exec(schema.$ref)?.[1] : undefined;
   const body = ref ? schemas[ref] : schema;
   if (Array.isArray(body?.required) && body.required.length > 0) return true;
-  const pathOnly = Object.fromEntries(paramNames.map((name) => [name, PATH_PLACEHOLDER]));
+  const pathOnly = Object.fromEntries(paramNames.map((name) => [name, SAMPLE_PATH_VALUE]));
   return inputs.some((input) => {
     const result = (input as ParserLike).safeParse?.(pathOnly);
     return result !== undefined && !result.success && (result.error?.issues ?? []).some((issue) => !paramNames.includes(String(issue.path[0])));
