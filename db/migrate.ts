@@ -20,6 +20,7 @@ import * as binaryVectors from './migrations/0018_binary_vectors.ts';
 import * as chunkTerms from './migrations/0019_chunk_terms.ts';
 import * as apiKeyListNotify from './migrations/0020_api_key_list_notify.ts';
 import * as embeddingSwitchError from './migrations/0021_embedding_switch_error.ts';
+import * as jobFairKey from './migrations/0022_job_fair_key.ts';
 
 /** Migrations are listed in code (not read from a folder) so they run the same under tsx, tests and bundlers. */
 const migrations: Record<string, Migration> = {
@@ -44,6 +45,7 @@ const migrations: Record<string, Migration> = {
   '0019_chunk_terms': chunkTerms,
   '0020_api_key_list_notify': apiKeyListNotify,
   '0021_embedding_switch_error': embeddingSwitchError,
+  '0022_job_fair_key': jobFairKey,
 };
 
 /** Runs pending migrations. Kysely's migrator holds a Postgres advisory lock, so concurrent instances are safe. */

@@ -80,6 +80,8 @@ export interface JobsTable {
   lease_until: Date | null;
   last_error: string | null;
   dedupe_key: string | null;
+  /** Whose job this is, for a queue that claims fairly (routers/jobs/repository.ts claimJobs). */
+  fair_key: string | null;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }

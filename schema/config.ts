@@ -83,6 +83,12 @@ export const configSchema = z.object({
   JOB_CONCURRENCY: z.coerce.number().int().min(0).max(32).default(2),
   /** Concurrent webhook deliveries per instance (their own workers, so a slow receiver never holds up documents); 0 runs none. */
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(0).max(64).default(8),
+  /**
+   * Of those, how many may deliver to one owner's endpoints at once (default: all but a quarter, at least one kept
+   * back: 6 of 8), so an owner whose endpoint answers only at the deadline never holds every worker; the owners with
+   * the fewest in flight go first.
+   */
+  WEBHOOK_CONCURRENCY_PER_OWNER: z.coerce.number().int().min(1).max(64).optional(),
   /** Deadline of one webhook delivery attempt. */
   WEBHOOK_TIMEOUT_MS: positiveInt(15_000),
   /** Concurrent mail sends per instance (their own workers, so a slow SMTP server never holds up documents); 0 runs none. */

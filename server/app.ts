@@ -32,7 +32,7 @@ import { buildWebAssets } from '../adapters/inbound/web/build.ts';
 import { createDirectoryBlobStore } from '../adapters/outbound/blobs/blob-store.ts';
 import { createJobQueue } from '../routers/jobs/queue.ts';
 import { knowledgeBaseJobHandlers, requeueOrphanedDocuments } from '../routers/knowledge-base/jobs.ts';
-import { webhookJobHandlers } from '../routers/webhooks/delivery.ts';
+import { webhookJobHandlers, webhookWorkersPerOwner } from '../routers/webhooks/delivery.ts';
 import { sweepOrphanedDeliveries } from '../routers/webhooks/sweeper.ts';
 import { createNotifiedCache } from '../db/notified-cache.ts';
 import type { ActiveKey, ApiKey } from '../routers/api-keys/repository.ts';
@@ -209,7 +209,12 @@ export async function startApp(config: Config, options: { database?: Database; l
       now: () => new Date(),
       onOutcome: (succeeded) => deps.metrics.countWebhookOutcome(succeeded ? 'delivered' : 'failed'),
     });
-    deps.webhookJobs.start(handlers, { concurrency: config.WEBHOOK_CONCURRENCY, leaseMs: config.JOB_LEASE_MS, onlyHandledKinds: true });
+    deps.webhookJobs.start(handlers, {
+      concurrency: config.WEBHOOK_CONCURRENCY,
+      leaseMs: config.JOB_LEASE_MS,
+      onlyHandledKinds: true,
+      perKeyLimit: webhookWorkersPerOwner(config.WEBHOOK_CONCURRENCY, config.WEBHOOK_CONCURRENCY_PER_OWNER),
+    });
     const sweep = () =>
       sweepOrphanedDeliveries(database.db, deps.webhookJobs).catch((error: unknown) => logger.warn('webhook delivery sweep failed', { reason: String(error) }));
     await sweep();

@@ -58,14 +58,21 @@ export async function up(db: Kysely<any>) {
   // The orphan sweep looks only at deliveries still owed an attempt.
   await sql`create index webhook_deliveries_open_idx on webhook_deliveries (created_at) where status in ('pending', 'failed')`.execute(db);
 
-  // The outbox, as a function so its plan is prepared once per session (PGlite re-plans every ad-hoc statement,
+  // The outbox (webhookOutboxFunction below), as a function so its plan is prepared once per session (PGlite re-plans every ad-hoc statement,
   // and this one rides on hot paths such as a chat turn). Given events as JSON [{id, owner_id, type, body}]:
   // for each, every enabled endpoint of its owner subscribed to its type (or '*') gets a delivery row and a
   // delivery job; with p_only_webhook, that endpoint alone, subscribed or not (the test event). An event with
   // no target is not stored. Returns the delivery ids. The job kind and attempts come from the caller
   // (routers/webhooks/outbox.ts), which owns them.
-  await sql`
-    create function webhook_outbox(p_events jsonb, p_only_webhook uuid, p_job_kind text, p_job_max_attempts int)
+  await webhookOutboxFunction(false).execute(db);
+}
+
+/**
+ * The outbox function's definition; with `withFairKey` (migration 0022) its jobs carry the owner as their fair key, so
+ * the delivery workers are shared fairly among owners. Migrations 0004 and 0022 (and 0022's down) create it from here.
+ */
+export const webhookOutboxFunction = (withFairKey: boolean) => sql`
+    create or replace function webhook_outbox(p_events jsonb, p_only_webhook uuid, p_job_kind text, p_job_max_attempts int)
     returns setof uuid language plpgsql as $fn$
     begin
       -- The common case costs one index probe: nobody of these owners has an enabled endpoint.
@@ -96,19 +103,18 @@ export async function up(db: Kysely<any>) {
         wh_deliveries as (
           insert into webhook_deliveries (id, webhook_id, event_id, owner_id)
           select t.delivery_id, t.webhook_id, t.event_id, t.owner_id from wh_targets t
-          returning webhook_deliveries.id
+          returning webhook_deliveries.id, webhook_deliveries.owner_id
         ),
-        -- Rows as JobQueue.enqueue writes them: queued now, one dedupe key per delivery.
+        -- Rows as JobQueue.enqueue writes them: queued now, one dedupe key per delivery${withFairKey ? sql.raw(', the owner as fair key') : sql``}.
         wh_jobs as (
-          insert into jobs (id, kind, payload, max_attempts, dedupe_key)
-          select gen_random_uuid(), p_job_kind, jsonb_build_object('deliveryId', d.id), p_job_max_attempts, 'webhook:' || d.id::text
+          insert into jobs (id, kind, payload, max_attempts, dedupe_key${withFairKey ? sql.raw(', fair_key') : sql``})
+          select gen_random_uuid(), p_job_kind, jsonb_build_object('deliveryId', d.id), p_job_max_attempts, 'webhook:' || d.id::text${withFairKey ? sql.raw(', d.owner_id::text') : sql``}
             from wh_deliveries d
           returning jobs.id
         )
         select d.id from wh_deliveries d;
     end
-    $fn$`.execute(db);
-}
+    $fn$`;
 
 export async function down(db: Kysely<any>) {
   await sql`drop function if exists webhook_outbox(jsonb, uuid, text, int)`.execute(db);

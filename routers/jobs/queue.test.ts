@@ -512,6 +512,111 @@ describe(`job queue (${engine})`, () => {
     expect(stats.oldestQueuedAgeSeconds).toBeLessThan(60);
   });
 
+  describe('fair claims (perKeyLimit)', () => {
+    /** Enqueues `n` jobs of `kind` for `key`, with run_at one second apart starting `agoSeconds` ago (oldest first). */
+    async function enqueueFor(queue: JobQueue, kind: string, key: string | undefined, n: number, agoSeconds: number) {
+      for (let i = 0; i < n; i++) {
+        await queue.enqueue(kind, { key, i }, { runAt: new Date(Date.now() - (agoSeconds - i) * 1000), ...(key ? { fairKey: key } : {}) });
+      }
+    }
+
+    /** Starts `queue` with handlers that hold every job until released, recording which keys ran and how many at once. */
+    function holdingQueue(queue: JobQueue, options: { concurrency: number; perKeyLimit?: number }) {
+      const started: string[] = [];
+      const running = new Map<string, number>();
+      const mostRunning = new Map<string, number>();
+      const releases: Array<() => void> = [];
+      const hold = async (job: Job<{ key?: string }>) => {
+        const key = job.payload.key ?? '(none)';
+        started.push(key);
+        running.set(key, (running.get(key) ?? 0) + 1);
+        mostRunning.set(key, Math.max(mostRunning.get(key) ?? 0, running.get(key)!));
+        await new Promise<void>((resolve) => releases.push(resolve));
+        running.set(key, running.get(key)! - 1);
+      };
+      queue.start({ hold, other: hold }, { pollIntervalMs: 20, ...options });
+      return {
+        started,
+        mostRunning,
+        /** Lets the `n` longest-held jobs finish. */
+        release: (n: number) => releases.splice(0, n).forEach((resolve) => resolve()),
+        releaseAll: () => releases.splice(0).forEach((resolve) => resolve()),
+      };
+    }
+
+    it('one key never holds more than perKeyLimit workers; another key is served by the free ones, though its jobs are newer', async () => {
+      const queue = makeQueue();
+      await enqueueFor(queue, 'hold', 'tenant-a', 10, 100);
+      await enqueueFor(queue, 'hold', 'tenant-b', 2, 10);
+      const held = holdingQueue(queue, { concurrency: 4, perKeyLimit: 2 });
+      queue.notify();
+      await waitFor(() => held.started.length === 4, 5000, 'four jobs running');
+      await sleep(200); // a claim that ignored the limit would have taken a third job of tenant-a by now
+      expect(held.started.filter((k) => k === 'tenant-a')).toHaveLength(2);
+      expect(held.started.filter((k) => k === 'tenant-b')).toHaveLength(2);
+      // As tenant-a's jobs finish, its next ones take their place: never more than two at once.
+      for (let i = 0; i < 10; i++) {
+        held.release(1);
+        await sleep(30);
+      }
+      held.releaseAll();
+      await waitFor(async () => (await queue.stats()).queued + (await queue.stats()).running === 0, 10_000, 'everything done');
+      held.releaseAll();
+      expect(held.mostRunning.get('tenant-a')).toBe(2);
+      expect(held.started.filter((k) => k === 'tenant-a')).toHaveLength(10);
+    });
+
+    it('the keys with the fewest jobs running go first, then the oldest: a newer key is not queued behind an older backlog', async () => {
+      const queue = makeQueue();
+      await enqueueFor(queue, 'hold', 'tenant-a', 6, 100);
+      await enqueueFor(queue, 'hold', 'tenant-b', 1, 10);
+      // No limit to speak of (3 of 3 workers): only the order decides.
+      const held = holdingQueue(queue, { concurrency: 3, perKeyLimit: 3 });
+      queue.notify();
+      await waitFor(() => held.started.length === 3, 5000, 'three jobs running');
+      expect([...held.started].sort()).toEqual(['tenant-a', 'tenant-a', 'tenant-b']);
+      held.releaseAll();
+    });
+
+    it('without perKeyLimit the same jobs run oldest first, so the newer key waits (control for the two tests above)', async () => {
+      const queue = makeQueue();
+      await enqueueFor(queue, 'hold', 'tenant-a', 6, 100);
+      await enqueueFor(queue, 'hold', 'tenant-b', 1, 10);
+      const held = holdingQueue(queue, { concurrency: 3 });
+      queue.notify();
+      await waitFor(() => held.started.length === 3, 5000, 'three jobs running');
+      await sleep(100);
+      expect(held.started).toEqual(['tenant-a', 'tenant-a', 'tenant-a']);
+      held.releaseAll();
+    });
+
+    it('jobs without a key, and a keyed job whose worker died, are still claimed; live leases of every worker count toward the limit', async () => {
+      const queue = makeQueue();
+      await enqueueFor(queue, 'other', undefined, 2, 50);
+      // tenant-a: one job leased by another, live worker, and two queued; tenant-c: one job whose worker died.
+      const elsewhere = await queue.enqueue('hold', { key: 'tenant-a' }, { fairKey: 'tenant-a' });
+      await sql`update jobs set status = 'running', attempts = 1, locked_by = 'elsewhere', lease_until = now() + interval '1 minute' where id = ${elsewhere}`.execute(
+        primary.db,
+      );
+      await enqueueFor(queue, 'hold', 'tenant-a', 2, 40);
+      const dead = await queue.enqueue('hold', { key: 'tenant-c' }, { fairKey: 'tenant-c' });
+      await sql`update jobs set status = 'running', attempts = 1, locked_by = 'crashed', lease_until = now() - interval '1 second' where id = ${dead}`.execute(
+        primary.db,
+      );
+      const held = holdingQueue(queue, { concurrency: 5, perKeyLimit: 2 });
+      queue.notify();
+      await waitFor(() => held.started.length >= 4, 5000, 'four jobs running');
+      await sleep(200); // a free worker is left, but tenant-a's second queued job would be its third at once
+      expect([...held.started].sort()).toEqual(['(none)', '(none)', 'tenant-a', 'tenant-c']);
+      expect(await row(dead)).toMatchObject({ status: 'running', attempts: 2 });
+      held.releaseAll();
+    });
+
+    it('refuses a perKeyLimit that is not a positive integer', () => {
+      expect(() => makeQueue().start({}, { perKeyLimit: 0 })).toThrow(RangeError);
+    });
+  });
+
   it('deletes done jobs older than 24 h when the poller starts', async () => {
     const queue = makeQueue();
     const oldId = await queue.enqueue('x', {});

@@ -94,6 +94,8 @@ export interface EnqueueOptions {
   runAt?: Date;
   maxAttempts?: number;
   dedupeKey?: string;
+  /** Whom the job is for (a tenant's id); a queue started with perKeyLimit shares its workers fairly among keys. */
+  fairKey?: string;
 }
 
 export interface JobQueue {
@@ -104,7 +106,10 @@ export interface JobQueue {
    */
   enqueue(kind: string, payload: unknown, options?: EnqueueOptions, db?: Kysely<DB> | Transaction<DB>): Promise<string>;
   /** Starts polling: claims up to `concurrency` jobs at a time with FOR UPDATE SKIP LOCKED, sets status running + lease_until + locked_by, runs handlers. */
-  start(handlers: Record<string, JobHandler>, options?: { concurrency?: number; pollIntervalMs?: number; leaseMs?: number; onlyHandledKinds?: boolean }): void;
+  start(
+    handlers: Record<string, JobHandler>,
+    options?: { concurrency?: number; pollIntervalMs?: number; leaseMs?: number; onlyHandledKinds?: boolean; perKeyLimit?: number },
+  ): void;
   /**
    * Stops claiming, aborts running handlers' signals, waits for them (bounded by timeoutMs, default 10 s), releases
    * unfinished jobs back to queued without counting an attempt (but for a handler that throws CountedAttemptError).
@@ -170,6 +175,11 @@ interface StartOptions {
   leaseMs: number;
   /** Claim only these kinds (the handlers' own): several queues with their own concurrency share one table. */
   kinds?: string[];
+  /**
+   * Claim fairly among fair keys: at most this many jobs of one key running at once, and the keys with the fewest
+   * running served first, so no key's backlog or slow jobs hold every worker (repository.ts claimJobs).
+   */
+  perKeyLimit?: number;
 }
 
 function errorText(error: unknown): string {
@@ -227,7 +237,16 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
     });
   }
 
-  const claim = (limit: number, leaseMs: number, kinds?: string[]) => repo.claimJobs(db, workerId, limit, leaseMs, kinds);
+  // A fair queue's claims also look for jobs without a key and expired leases at most once a poll interval (and in
+  // drain()); a crashed worker's jobs wait a lease and a poll interval, as before.
+  let lastStragglerClaim = -Infinity;
+  const claim = (limit: number, leaseMs: number, kinds?: string[], stragglersNow = false) => {
+    if (options.perKeyLimit === undefined) return repo.claimJobs(db, workerId, limit, leaseMs, kinds);
+    const at = performance.now();
+    const withStragglers = stragglersNow || at - lastStragglerClaim >= options.pollIntervalMs;
+    if (withStragglers) lastStragglerClaim = at;
+    return repo.claimJobs(db, workerId, limit, leaseMs, kinds, { perKeyLimit: options.perKeyLimit, withStragglers });
+  };
   const claimOf = (job: Job): repo.Claim => ({ id: job.id, attempts: job.attempts, workerId });
   const extendLease = (job: Job, leaseMs: number) => repo.extendLease(db, claimOf(job), leaseMs);
   const extendLeases = (jobs: Job[], leaseMs: number) => repo.extendLeases(db, jobs.map(claimOf), leaseMs);
@@ -511,7 +530,7 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
 
   return {
     async enqueue(kind, payload, enqueueOptions = {}, executor = db) {
-      const { runAt, maxAttempts, dedupeKey } = enqueueOptions;
+      const { runAt, maxAttempts, dedupeKey, fairKey } = enqueueOptions;
       if (maxAttempts !== undefined && !(Number.isInteger(maxAttempts) && maxAttempts >= 1)) {
         throw new RangeError(`maxAttempts must be a positive integer, got ${maxAttempts}`);
       }
@@ -523,6 +542,7 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
         runAt,
         maxAttempts,
         dedupeKey: dedupeKey ?? null,
+        fairKey: fairKey ?? null,
       };
       if (dedupeKey === undefined) {
         await repo.insertJob(executor, job);
@@ -546,8 +566,16 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
       if (!(Number.isInteger(concurrency) && concurrency >= 1)) throw new RangeError('concurrency must be a positive integer');
       if (!(pollIntervalMs > 0)) throw new RangeError('pollIntervalMs must be positive');
       if (!(leaseMs >= 3)) throw new RangeError('leaseMs must be at least 3');
+      const { perKeyLimit } = startOptions;
+      if (perKeyLimit !== undefined && !(Number.isInteger(perKeyLimit) && perKeyLimit >= 1)) throw new RangeError('perKeyLimit must be a positive integer');
       handlers = { ...startHandlers };
-      options = { concurrency, pollIntervalMs, leaseMs, ...(startOptions.onlyHandledKinds ? { kinds: Object.keys(handlers) } : {}) };
+      options = {
+        concurrency,
+        pollIntervalMs,
+        leaseMs,
+        ...(startOptions.onlyHandledKinds ? { kinds: Object.keys(handlers) } : {}),
+        ...(perKeyLimit !== undefined ? { perKeyLimit } : {}),
+      };
       stopping = false;
       pendingWake = false;
       const table = handlers;
@@ -600,7 +628,7 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
       const kinds = drainOptions.onlyHandledKinds ? Object.keys(table) : drainHandlers ? undefined : options.kinds;
       for (;;) {
         if (stopping) return;
-        const rows = await claim(concurrency, leaseMs, kinds);
+        const rows = await claim(concurrency, leaseMs, kinds, true);
         if (rows.length === 0) return;
         const units = await groupClaimed(rows, table, leaseMs, rows.length === concurrency);
         await Promise.all(units.map((unit) => execute(unit, table, leaseMs).done));

@@ -27,19 +27,87 @@ export interface Claim {
 
 const millis = (ms: number): RawBuilder<unknown> => sql`(${ms}::float8 * interval '1 millisecond')`;
 
-/** One short statement: claims up to `limit` ready jobs (or jobs whose lease expired), oldest run_at first. */
-export async function claimJobs(db: Kysely<DB>, workerId: string, limit: number, leaseMs: number, kinds?: string[]): Promise<ClaimedRow[]> {
-  const kindFilter = !kinds ? sql`` : kinds.length > 0 ? sql`and kind in (${sql.join(kinds)})` : sql`and false`;
+/** A ready job: queued and due, or running on a lease that ran out (its worker died). */
+const READY = sql`((status = 'queued' and run_at <= now()) or (status = 'running' and lease_until < now()))`;
+
+const kindFilterOf = (kinds?: string[]) => (!kinds ? sql`` : kinds.length > 0 ? sql`and kind in (${sql.join(kinds)})` : sql`and false`);
+
+/**
+ * The ids a fair claim takes: of each fair key, its oldest due jobs, as many as its live leases (on every instance)
+ * leave under `perKeyLimit`; ordered so that the keys with the fewest running go first (a key's n-th job counts as
+ * running + n), then the oldest. So one tenant's backlog, or an endpoint that answers only at its deadline, holds
+ * at most `perKeyLimit` workers, and another key's job waits for the next free worker, not behind the backlog.
+ * With `withStragglers`, a job without a key or one whose lease ran out (its worker died) comes first; they are
+ * rare, and reading them on every claim cost a third of the claim on PGlite.
+ * Cost: a loose scan of jobs_fair_ready_idx (one probe per key with queued jobs), per key a count of its running
+ * jobs (jobs_fair_running_idx) and at most `perKeyLimit` of its due jobs, and the jobs without a key
+ * (jobs_unkeyed_ready_idx) or with an expired lease (jobs_lease_idx): neither the backlog of a key nor another
+ * queue's is read.
+ */
+const fairCandidates = (limit: number, perKeyLimit: number, kinds: string[] | undefined, withStragglers: boolean) => {
+  const kindFilter = kindFilterOf(kinds);
+  return sql`
+  with recursive fair_keys(k) as (
+      (select fair_key from jobs where status = 'queued' and fair_key is not null ${kindFilter} order by fair_key limit 1)
+    union all
+      select (select fair_key from jobs where status = 'queued' and fair_key > fk.k ${kindFilter} order by fair_key limit 1)
+        from fair_keys fk where fk.k is not null
+  ),
+  candidates as (
+      select c.id, c.run_at, r.n + c.rn as share
+        from fair_keys fk
+        cross join lateral (select count(*)::int as n from jobs where status = 'running' and fair_key = fk.k and lease_until >= now()) r
+        cross join lateral (
+          select id, run_at, row_number() over (order by run_at) as rn from jobs
+           where status = 'queued' and fair_key = fk.k and run_at <= now() ${kindFilter}
+           order by fair_key, run_at limit greatest(0, ${perKeyLimit}::int - r.n)) c
+       where fk.k is not null
+    ${
+      withStragglers
+        ? sql`union all
+      ${unkeyedReady(limit, kinds)}
+    union all
+      ${expiredOfKinds(limit, kinds)}`
+        : sql``
+    }
+  )
+  select id from candidates order by share, run_at limit ${limit}::int`;
+};
+
+/**
+ * The oldest due jobs without a fair key (none, normally: a job enqueued without one), read kind by kind from
+ * jobs_unkeyed_ready_idx: given the kinds as a list, the planner reads the whole table (every other queue's backlog).
+ */
+const unkeyedReady = (limit: number, kinds: string[] | undefined) =>
+  kinds
+    ? sql`(select u.id, u.run_at, 0 as share from unnest(cast(${kinds} as text[])) as k(kind) cross join lateral (
+             select id, run_at from jobs where status = 'queued' and fair_key is null and kind = k.kind and run_at <= now()
+              order by kind, run_at limit ${limit}::int) u)`
+    : sql`(select id, run_at, 0 as share from jobs where status = 'queued' and fair_key is null and run_at <= now() order by run_at limit ${limit}::int)`;
+
+/** The jobs of `kinds` whose lease ran out (their worker died), from jobs_lease_idx. */
+const expiredOfKinds = (limit: number, kinds: string[] | undefined) =>
+  sql`(select id, run_at, 0 as share from jobs where status = 'running' and lease_until < now() ${kindFilterOf(kinds)}
+        order by lease_until limit ${limit}::int)`;
+
+/** How a queue claims fairly among fair keys (see fairCandidates). */
+export interface FairClaim {
+  perKeyLimit: number;
+  /** Also claim jobs without a key and jobs whose lease ran out. */
+  withStragglers: boolean;
+}
+
+/** One short statement: claims up to `limit` ready jobs, oldest run_at first; with `fair`, fairly across fair keys. */
+export async function claimJobs(db: Kysely<DB>, workerId: string, limit: number, leaseMs: number, kinds?: string[], fair?: FairClaim): Promise<ClaimedRow[]> {
+  const picked = !fair
+    ? sql`select id from jobs where ${READY} ${kindFilterOf(kinds)} order by run_at limit ${limit} for update skip locked`
+    : // The candidates are read without locks; the rows are locked, and checked to be still ready, here.
+      sql`select id from jobs where id in (${fairCandidates(limit, fair.perKeyLimit, kinds, fair.withStragglers)}) and ${READY} for update skip locked`;
   const { rows } = await sql<ClaimedRow>`
       update jobs
          set status = 'running', locked_by = ${workerId}, lease_until = now() + ${millis(leaseMs)},
              attempts = attempts + 1, updated_at = now()
-       where id in (
-         select id from jobs
-          where ((status = 'queued' and run_at <= now()) or (status = 'running' and lease_until < now())) ${kindFilter}
-          order by run_at
-          limit ${limit}
-          for update skip locked)
+       where id in (${picked})
       returning id, kind, payload, attempts, max_attempts, run_at`.execute(db);
   return rows.sort((a, b) => new Date(a.run_at).getTime() - new Date(b.run_at).getTime());
 }
@@ -130,6 +198,8 @@ export interface NewJob {
   runAt?: Date;
   maxAttempts?: number;
   dedupeKey: string | null;
+  /** Who the job is for, when a queue claims fairly (claimJobs' perKeyLimit): a tenant's id, say. */
+  fairKey?: string | null;
 }
 
 const jobValues = (job: NewJob) => ({
@@ -139,6 +209,7 @@ const jobValues = (job: NewJob) => ({
   ...(job.runAt ? { run_at: job.runAt } : {}),
   ...(job.maxAttempts !== undefined ? { max_attempts: job.maxAttempts } : {}),
   dedupe_key: job.dedupeKey,
+  fair_key: job.fairKey ?? null,
 });
 
 export async function insertJob(db: Executor, job: NewJob): Promise<void> {

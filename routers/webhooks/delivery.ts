@@ -203,6 +203,17 @@ async function replay(deps: DeliveryDeps, job: Job<{ deliveryId: string }>): Pro
   await record(deps, delivery, result, { status: result.succeeded ? 'succeeded' : 'keep', nextAttemptAt: null, automatic: false });
 }
 
+/**
+ * How many of an instance's delivery workers one owner's deliveries may hold at once: as configured (never more
+ * than there are), or all but a quarter, at least one kept back when there are two or more (6 of 8). What is kept
+ * back serves the other owners while one owner's endpoint answers only at the deadline; a lone owner's burst
+ * still gets most of the workers.
+ */
+export function webhookWorkersPerOwner(workers: number, configured: number | undefined): number {
+  if (configured !== undefined) return Math.max(1, Math.min(workers, configured));
+  return workers <= 1 ? 1 : workers - Math.max(1, Math.floor(workers / 4));
+}
+
 export function webhookJobHandlers(deps: DeliveryDeps): Record<string, JobHandler> {
   return {
     [DELIVER_JOB]: (job) => deliver(deps, job as Job<{ deliveryId: string }>),

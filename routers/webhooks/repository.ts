@@ -224,8 +224,8 @@ export async function deliveryStats(db: Db, ownerId: string, webhookIds: string[
  * `webhook:<delivery id>`), and whether their job died (with its last error). One statement.
  */
 export async function findOrphanedDeliveries(db: Db, kind: string, limit: number) {
-  const { rows } = await sql<{ id: string; dead_error: string | null; dead: boolean }>`
-    select d.id,
+  const { rows } = await sql<{ id: string; owner_id: string; dead_error: string | null; dead: boolean }>`
+    select d.id, d.owner_id,
       exists (select 1 from jobs j where j.kind = ${kind} and j.status = 'dead' and j.dedupe_key = 'webhook:' || d.id::text) as dead,
       (select j.last_error from jobs j where j.kind = ${kind} and j.status = 'dead' and j.dedupe_key = 'webhook:' || d.id::text order by j.updated_at desc limit 1) as dead_error
     from webhook_deliveries d

@@ -214,7 +214,15 @@ export const webhooksRouter = router({
       if (!delivery) throw new AppError('NOT_FOUND', 'Delivery not found', 'deliveryId does not name a delivery of this webhook');
       if (delivery.status === 'succeeded') throw new AppError('CONFLICT', 'Delivery already succeeded', 'Only failed or exhausted deliveries are replayed');
       if (delivery.status === 'pending') throw new AppError('CONFLICT', 'Delivery not attempted yet', 'Only failed or exhausted deliveries are replayed');
-      await ctx.deps.webhookJobs.enqueue(REPLAY_JOB, { deliveryId: delivery.id }, { dedupeKey: `webhook-replay:${delivery.id}`, maxAttempts: 3 });
+      await ctx.deps.webhookJobs.enqueue(
+        REPLAY_JOB,
+        { deliveryId: delivery.id },
+        {
+          dedupeKey: `webhook-replay:${delivery.id}`,
+          maxAttempts: 3,
+          fairKey: ctx.owner.id,
+        },
+      );
       ctx.deps.webhookJobs.notify();
       return {
         deliveryId: delivery.id,

@@ -27,7 +27,15 @@ export async function sweepOrphanedDeliveries(db: Kysely<DB>, jobs: Pick<JobQueu
       await appendFinalAttempt(db, delivery.id, attempt);
       continue;
     }
-    await jobs.enqueue(DELIVER_JOB, { deliveryId: delivery.id }, { dedupeKey: `webhook:${delivery.id}`, maxAttempts: DELIVER_JOB_MAX_ATTEMPTS });
+    await jobs.enqueue(
+      DELIVER_JOB,
+      { deliveryId: delivery.id },
+      {
+        dedupeKey: `webhook:${delivery.id}`,
+        maxAttempts: DELIVER_JOB_MAX_ATTEMPTS,
+        fairKey: delivery.owner_id,
+      },
+    );
   }
   if (rows.length > 0) jobs.notify();
   return rows.length;

@@ -26,6 +26,9 @@ export interface WebhookReceiver {
   hostPort: string;
   received: ReceivedWebhook[];
   reply: (request: ReceivedWebhook) => ReceiverReply;
+  /** Requests received and not answered yet, now and at most so far (how many the sender had in flight). */
+  open: number;
+  mostOpen: number;
   /** Resolves once `count` requests (in total) have arrived, or rejects after timeoutMs. */
   waitFor(count: number, timeoutMs?: number): Promise<ReceivedWebhook[]>;
   close(): Promise<void>;
@@ -36,6 +39,8 @@ export async function startWebhookReceiver(path = '/hooks'): Promise<WebhookRece
   const receiver = {
     received: [] as ReceivedWebhook[],
     reply: (() => ({})) as (request: ReceivedWebhook) => ReceiverReply,
+    open: 0,
+    mostOpen: 0,
   };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -44,8 +49,20 @@ export async function startWebhookReceiver(path = '/hooks'): Promise<WebhookRece
       const request = { headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), receivedAt: Date.now() };
       if (req.method === 'POST') receiver.received.push(request);
       const answer = receiver.reply(request);
+      receiver.open++;
+      receiver.mostOpen = Math.max(receiver.mostOpen, receiver.open);
+      let answered = false;
+      res.on('close', () => {
+        if (!answered) receiver.open--;
+        answered = true;
+      });
       const send = () => {
-        res.writeHead(answer.status ?? 200, { 'content-type': 'text/plain', ...answer.headers }).end(answer.body ?? 'ok');
+        // Unless the sender gave up and closed the connection already.
+        if (!answered) {
+          answered = true;
+          receiver.open--;
+          res.writeHead(answer.status ?? 200, { 'content-type': 'text/plain', ...answer.headers }).end(answer.body ?? 'ok');
+        }
         for (const w of [...waiters]) if (receiver.received.length >= w.count) w.resolve();
       };
       if (answer.delayMs) setTimeout(send, answer.delayMs);
