@@ -33,6 +33,7 @@ import { createDirectoryBlobStore } from '../adapters/outbound/blobs/blob-store.
 import { createJobQueue } from '../routers/jobs/queue.ts';
 import { knowledgeBaseJobHandlers, requeueOrphanedDocuments } from '../routers/knowledge-base/jobs.ts';
 import { webhookJobHandlers, webhookWorkersPerOwner } from '../routers/webhooks/delivery.ts';
+import { maintainLikeAutovacuum } from '../db/pglite-maintenance.ts';
 import { sweepOrphanedDeliveries } from '../routers/webhooks/sweeper.ts';
 import { createNotifiedCache } from '../db/notified-cache.ts';
 import type { ActiveKey, ApiKey } from '../routers/api-keys/repository.ts';
@@ -70,6 +71,8 @@ const SESSION_CACHE_MAX_ENTRIES = 10_000;
 
 /** How often old security events are deleted (SECURITY_EVENTS_RETENTION_DAYS). */
 const SECURITY_EVENTS_PRUNE_MS = 3_600_000;
+/** How often the embedded database is vacuumed and analysed where it needs it (autovacuum's own nap is a minute). */
+const PGLITE_MAINTENANCE_EVERY_MS = 60_000;
 
 export interface RunningApp {
   deps: AppDeps;
@@ -177,6 +180,21 @@ export async function startApp(config: Config, options: { database?: Database; l
   const pruner = setInterval(pruneSecurityEvents, SECURITY_EVENTS_PRUNE_MS);
   pruner.unref();
   sweepers.push(pruner);
+  // The embedded database runs no autovacuum (db/pglite-maintenance.ts): the service does its work, a pass a minute.
+  let maintaining: Promise<void> | undefined;
+  if (database.kind === 'pglite') {
+    const maintain = () => {
+      maintaining ??= maintainLikeAutovacuum(database.db)
+        .then((done) => {
+          if (done.length > 0) logger.debug('embedded database maintained', { tables: done.map((t) => `${t.table} (${t.action})`).join(', ') });
+        })
+        .catch((error: unknown) => logger.warn('embedded database maintenance failed', { reason: String(error) }))
+        .finally(() => (maintaining = undefined));
+    };
+    const maintainer = setInterval(maintain, PGLITE_MAINTENANCE_EVERY_MS);
+    maintainer.unref();
+    sweepers.push(maintainer);
+  }
   if (config.JOB_CONCURRENCY > 0) {
     deps.jobs.start(
       {
@@ -291,6 +309,7 @@ export async function startApp(config: Config, options: { database?: Database; l
         await stopListening();
         await stopListeningForKeyLists();
         await stopListeningForSessions();
+        await maintaining;
         await database.close();
       })()),
   };
