@@ -31,7 +31,7 @@ import { createWebHandler } from '../adapters/inbound/web/handler.ts';
 import { buildWebAssets } from '../adapters/inbound/web/build.ts';
 import { createDirectoryBlobStore } from '../adapters/outbound/blobs/blob-store.ts';
 import { createJobQueue } from '../routers/jobs/queue.ts';
-import { knowledgeBaseJobHandlers, requeueOrphanedDocuments } from '../routers/knowledge-base/jobs.ts';
+import { documentJobsPerOwner, knowledgeBaseJobHandlers, requeueOrphanedDocuments } from '../routers/knowledge-base/jobs.ts';
 import { webhookJobHandlers, webhookWorkersPerOwner } from '../routers/webhooks/delivery.ts';
 import { maintainLikeAutovacuum } from '../db/pglite-maintenance.ts';
 import { sweepOrphanedDeliveries } from '../routers/webhooks/sweeper.ts';
@@ -202,7 +202,7 @@ export async function startApp(config: Config, options: { database?: Database; l
         ...domainJobHandlers(deps),
         ...certificateJobHandlers(deps),
       },
-      { concurrency: config.JOB_CONCURRENCY, leaseMs: config.JOB_LEASE_MS, onlyHandledKinds: true },
+      { concurrency: config.JOB_CONCURRENCY, leaseMs: config.JOB_LEASE_MS, onlyHandledKinds: true, perKeyLimit: documentJobsPerOwner(config.JOB_CONCURRENCY) },
     );
     await requeueOrphanedDocuments(deps);
     // Also while running: a job can die (its last lease ran out) long after start-up.

@@ -3,8 +3,9 @@ import { webhookOutboxFunction } from './0004_webhooks.ts';
 
 /**
  * Jobs say whom they are for (`fair_key`), so a queue can share its workers fairly among tenants: webhook
- * deliveries are keyed by their owner, and one owner's endpoint that answers only at the deadline no longer holds
- * every delivery worker while other owners' events wait behind its backlog (routers/jobs/repository.ts claimJobs).
+ * deliveries and documents are keyed by their owner, so one owner's endpoint that answers only at the deadline no
+ * longer holds every delivery worker while other owners' events wait behind its backlog, and one owner's bulk upload
+ * no longer makes every other owner's documents wait for all of it (routers/jobs/repository.ts claimJobs).
  */
 export async function up(db: Kysely<any>) {
   await sql`alter table jobs add column fair_key text`.execute(db);
@@ -14,11 +15,15 @@ export async function up(db: Kysely<any>) {
   // And the jobs without a key apart (none, normally), not through other queues' backlogs.
   await sql`create index jobs_unkeyed_ready_idx on jobs (kind, run_at) where status = 'queued' and fair_key is null`.execute(db);
   await webhookOutboxFunction(true).execute(db);
-  // Deliveries already waiting take their owner's key too.
+  // Deliveries and documents already waiting take their owner's key too.
   await sql`
     update jobs j set fair_key = d.owner_id::text
       from webhook_deliveries d
      where j.kind in ('webhook.deliver', 'webhook.replay') and j.status in ('queued', 'running') and j.payload->>'deliveryId' = d.id::text`.execute(db);
+  await sql`
+    update jobs j set fair_key = d.owner_id::text
+      from kb_documents d
+     where j.kind = 'kb.ingest' and j.status in ('queued', 'running') and j.payload->>'documentId' = d.id::text`.execute(db);
 }
 
 export async function down(db: Kysely<any>) {

@@ -7,6 +7,7 @@ import { migrateToLatest } from '../../db/migrate.ts';
 import type { DB } from '../../db/types.ts';
 import { createLogger } from '../../adapters/outbound/logger.ts';
 import { batchJobHandler, createJobQueue, PermanentJobError, type Job, type JobContext, type JobQueue } from './queue.ts';
+import { claimJobs } from './repository.ts';
 
 /**
  * Runs against embedded PGlite (in memory) by default, or against PostgreSQL in a scratch database of its own
@@ -559,9 +560,16 @@ describe(`job queue (${engine})`, () => {
         held.release(1);
         await sleep(30);
       }
-      held.releaseAll();
-      await waitFor(async () => (await queue.stats()).queued + (await queue.stats()).running === 0, 10_000, 'everything done');
-      held.releaseAll();
+      // Whatever is claimed from now on is let go too, until nothing is left.
+      await waitFor(
+        async () => {
+          held.releaseAll();
+          const stats = await queue.stats();
+          return stats.queued + stats.running === 0;
+        },
+        10_000,
+        'everything done',
+      );
       expect(held.mostRunning.get('tenant-a')).toBe(2);
       expect(held.started.filter((k) => k === 'tenant-a')).toHaveLength(10);
     });
@@ -610,6 +618,36 @@ describe(`job queue (${engine})`, () => {
       expect([...held.started].sort()).toEqual(['(none)', '(none)', 'tenant-a', 'tenant-c']);
       expect(await row(dead)).toMatchObject({ status: 'running', attempts: 2 });
       held.releaseAll();
+    });
+
+    it("jobs whose lease ran out count as running: a crashed worker's jobs and the backlog together stay within the limit", async () => {
+      const queue = makeQueue();
+      await enqueueFor(queue, 'hold', 'tenant-a', 3, 100);
+      await sql`update jobs set status = 'running', attempts = 1, locked_by = 'crashed', lease_until = now() - interval '1 second' where fair_key = 'tenant-a'`.execute(
+        primary.db,
+      );
+      await enqueueFor(queue, 'hold', 'tenant-a', 5, 50);
+      const held = holdingQueue(queue, { concurrency: 8, perKeyLimit: 3 });
+      queue.notify();
+      await waitFor(() => held.started.length >= 3, 5000, "the crashed worker's jobs running again");
+      await sleep(300);
+      expect(held.started).toHaveLength(3);
+      expect(await queue.stats()).toMatchObject({ queued: 5, running: 3 });
+      held.releaseAll();
+    });
+
+    it.skipIf(!DATABASE_URL)('two instances claiming at the same moment: the second takes the next jobs, not nothing (PostgreSQL)', async () => {
+      for (const key of ['tenant-a', 'tenant-b', 'tenant-c']) await enqueueFor(makeQueue(), 'hold', key, 10, 100);
+      const fair = { perKeyLimit: 4, withExpired: true };
+      const inFirst = await primary.db.transaction().execute(async (trx) => {
+        // The first instance's claim holds its row locks until it commits.
+        const first = await claimJobs(trx as unknown as Kysely<DB>, 'instance-1', 4, 60_000, ['hold'], fair);
+        const second = await claimJobs(secondary.db, 'instance-2', 4, 60_000, ['hold'], fair);
+        expect(second).toHaveLength(4);
+        expect(second.map((r) => r.id)).not.toContain(first[0]!.id);
+        return first.length;
+      });
+      expect(inFirst).toBe(4);
     });
 
     it('refuses a perKeyLimit that is not a positive integer', () => {

@@ -237,15 +237,16 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
     });
   }
 
-  // A fair queue's claims also look for jobs without a key and expired leases at most once a poll interval (and in
-  // drain()); a crashed worker's jobs wait a lease and a poll interval, as before.
-  let lastStragglerClaim = -Infinity;
-  const claim = (limit: number, leaseMs: number, kinds?: string[], stragglersNow = false) => {
+  // A fair queue's claims also look for jobs whose lease ran out at most once a poll interval (and in drain()),
+  // taking as many as workers are free then: they are rare (a crashed worker's), and every claim need not pay for
+  // looking (repository.ts fairCandidates).
+  let lastExpiredClaim = -Infinity;
+  const claim = (limit: number, leaseMs: number, kinds?: string[], expiredNow = false) => {
     if (options.perKeyLimit === undefined) return repo.claimJobs(db, workerId, limit, leaseMs, kinds);
     const at = performance.now();
-    const withStragglers = stragglersNow || at - lastStragglerClaim >= options.pollIntervalMs;
-    if (withStragglers) lastStragglerClaim = at;
-    return repo.claimJobs(db, workerId, limit, leaseMs, kinds, { perKeyLimit: options.perKeyLimit, withStragglers });
+    const withExpired = expiredNow || at - lastExpiredClaim >= options.pollIntervalMs;
+    if (withExpired) lastExpiredClaim = at;
+    return repo.claimJobs(db, workerId, limit, leaseMs, kinds, { perKeyLimit: options.perKeyLimit, withExpired });
   };
   const claimOf = (job: Job): repo.Claim => ({ id: job.id, attempts: job.attempts, workerId });
   const extendLease = (job: Job, leaseMs: number) => repo.extendLease(db, claimOf(job), leaseMs);

@@ -33,18 +33,19 @@ const READY = sql`((status = 'queued' and run_at <= now()) or (status = 'running
 const kindFilterOf = (kinds?: string[]) => (!kinds ? sql`` : kinds.length > 0 ? sql`and kind in (${sql.join(kinds)})` : sql`and false`);
 
 /**
- * The ids a fair claim takes: of each fair key, its oldest due jobs, as many as its live leases (on every instance)
- * leave under `perKeyLimit`; ordered so that the keys with the fewest running go first (a key's n-th job counts as
- * running + n), then the oldest. So one tenant's backlog, or an endpoint that answers only at its deadline, holds
+ * The jobs a fair claim may take: of each fair key, its oldest due jobs, as many as its running jobs (on every
+ * instance, counting those whose lease ran out: they will run again) leave under `perKeyLimit`; ranked so that the
+ * keys with the fewest running go first (a key's n-th job counts as running + n), then the oldest. So one tenant's backlog, or an endpoint that answers only at its deadline, holds
  * at most `perKeyLimit` workers, and another key's job waits for the next free worker, not behind the backlog.
- * With `withStragglers`, a job without a key or one whose lease ran out (its worker died) comes first; they are
- * rare, and reading them on every claim cost a third of the claim on PGlite.
+ * A job without a key comes first, and with `withExpired` so does one whose lease ran out (its worker died): those
+ * are rare, and claims are on every delivery's path (on PGlite, this part and the keyless one were a third of the
+ * claim's time).
  * Cost: a loose scan of jobs_fair_ready_idx (one probe per key with queued jobs), per key a count of its running
  * jobs (jobs_fair_running_idx) and at most `perKeyLimit` of its due jobs, and the jobs without a key
  * (jobs_unkeyed_ready_idx) or with an expired lease (jobs_lease_idx): neither the backlog of a key nor another
  * queue's is read.
  */
-const fairCandidates = (limit: number, perKeyLimit: number, kinds: string[] | undefined, withStragglers: boolean) => {
+const fairCandidates = (limit: number, perKeyLimit: number, kinds: string[] | undefined, withExpired: boolean) => {
   const kindFilter = kindFilterOf(kinds);
   return sql`
   with recursive fair_keys(k) as (
@@ -56,22 +57,22 @@ const fairCandidates = (limit: number, perKeyLimit: number, kinds: string[] | un
   candidates as (
       select c.id, c.run_at, r.n + c.rn as share
         from fair_keys fk
-        cross join lateral (select count(*)::int as n from jobs where status = 'running' and fair_key = fk.k and lease_until >= now()) r
+        cross join lateral (select count(*)::int as n from jobs where status = 'running' and fair_key = fk.k) r
         cross join lateral (
           select id, run_at, row_number() over (order by run_at) as rn from jobs
            where status = 'queued' and fair_key = fk.k and run_at <= now() ${kindFilter}
            order by fair_key, run_at limit greatest(0, ${perKeyLimit}::int - r.n)) c
        where fk.k is not null
-    ${
-      withStragglers
-        ? sql`union all
-      ${unkeyedReady(limit, kinds)}
     union all
+      ${unkeyedReady(limit, kinds)}
+    ${
+      withExpired
+        ? sql`union all
       ${expiredOfKinds(limit, kinds)}`
         : sql``
     }
   )
-  select id from candidates order by share, run_at limit ${limit}::int`;
+  select id as candidate_id, share, run_at as due_at from candidates`;
 };
 
 /**
@@ -93,16 +94,18 @@ const expiredOfKinds = (limit: number, kinds: string[] | undefined) =>
 /** How a queue claims fairly among fair keys (see fairCandidates). */
 export interface FairClaim {
   perKeyLimit: number;
-  /** Also claim jobs without a key and jobs whose lease ran out. */
-  withStragglers: boolean;
+  /** Also claim jobs whose lease ran out. */
+  withExpired: boolean;
 }
 
 /** One short statement: claims up to `limit` ready jobs, oldest run_at first; with `fair`, fairly across fair keys. */
 export async function claimJobs(db: Kysely<DB>, workerId: string, limit: number, leaseMs: number, kinds?: string[], fair?: FairClaim): Promise<ClaimedRow[]> {
   const picked = !fair
     ? sql`select id from jobs where ${READY} ${kindFilterOf(kinds)} order by run_at limit ${limit} for update skip locked`
-    : // The candidates are read without locks; the rows are locked, and checked to be still ready, here.
-      sql`select id from jobs where id in (${fairCandidates(limit, fair.perKeyLimit, kinds, fair.withStragglers)}) and ${READY} for update skip locked`;
+    : // The candidates are read without locks; here the rows are locked and checked to be still ready, and only then
+      // cut to the limit, so an instance claiming at the same moment as another takes the next ones, not nothing.
+      sql`select j.id from jobs j join (${fairCandidates(limit, fair.perKeyLimit, kinds, fair.withExpired)}) c on c.candidate_id = j.id
+           where ${READY} order by c.share, c.due_at limit ${limit} for update of j skip locked`;
   const { rows } = await sql<ClaimedRow>`
       update jobs
          set status = 'running', locked_by = ${workerId}, lease_until = now() + ${millis(leaseMs)},
@@ -238,11 +241,11 @@ export async function insertDedupedJob(db: Executor, job: NewJob): Promise<strin
  * whole statement rather than leave the row without its job. The job is as queue.ts's enqueue would insert it with
  * default attempts and run time: keep the two in step.
  */
-export const jobInsertAfter = <D extends DB>(qc: QueryCreator<D>, job: Pick<NewJob, 'id' | 'kind' | 'payload' | 'dedupeKey'>, source: string) =>
+export const jobInsertAfter = <D extends DB>(qc: QueryCreator<D>, job: Pick<NewJob, 'id' | 'kind' | 'payload' | 'dedupeKey' | 'fairKey'>, source: string) =>
   (qc as unknown as QueryCreator<DB>)
     .insertInto('jobs')
-    .columns(['id', 'kind', 'payload', 'dedupe_key'])
-    .expression(sql`select ${job.id}, ${job.kind}, cast(${job.payload}::text as jsonb), ${job.dedupeKey} from ${sql.table(source)}`);
+    .columns(['id', 'kind', 'payload', 'dedupe_key', 'fair_key'])
+    .expression(sql`select ${job.id}, ${job.kind}, cast(${job.payload}::text as jsonb), ${job.dedupeKey}, ${job.fairKey ?? null} from ${sql.table(source)}`);
 
 export async function findActiveJobId(db: Executor, dedupeKey: string): Promise<string | undefined> {
   const existing = await db.selectFrom('jobs').select('id').where('dedupe_key', '=', dedupeKey).where('status', 'in', ['queued', 'running']).executeTakeFirst();

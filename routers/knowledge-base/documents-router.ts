@@ -96,6 +96,7 @@ export const kbDocumentsRouter = router({
             kind: INGEST_JOB,
             payload: JSON.stringify({ documentId, configId } satisfies IngestPayload),
             dedupeKey: `ingest:${documentId}`,
+            fairKey: ctx.owner.id,
           },
         );
       } catch (error) {
@@ -115,7 +116,10 @@ export const kbDocumentsRouter = router({
       // The same file again after a failure is a retry: process it anew (the stored original is kept).
       const retried = await db.transaction().execute(async (trx) => {
         const again = await repo.retryFailedDocument(trx, existing.id, input.file.fileName.slice(0, 255) || existing.file_name);
-        if (again) await deps.jobs.enqueue(INGEST_JOB, { documentId: again.id, configId } satisfies IngestPayload, { dedupeKey: `ingest:${again.id}` }, trx);
+        if (again) {
+          const payload = { documentId: again.id, configId } satisfies IngestPayload;
+          await deps.jobs.enqueue(INGEST_JOB, payload, { dedupeKey: `ingest:${again.id}`, fairKey: ctx.owner.id }, trx);
+        }
         return again ?? existing;
       });
       deps.jobs.notify();

@@ -18,6 +18,13 @@ export function knowledgeBaseJobHandlers(deps: AppDeps): Record<string, JobHandl
 }
 
 /**
+ * How many document jobs of one owner the background workers may hold at once: every worker a full batch, so one
+ * owner's bulk upload is not slowed; what fairness buys (the queue's claims put the owners with the fewest running
+ * first) is that another owner's upload joins the next batch instead of waiting behind the whole backlog.
+ */
+export const documentJobsPerOwner = (workers: number) => INGEST_BATCH * Math.max(1, workers);
+
+/**
  * Queues the re-embedding of a configuration to its target `version` (pass the transaction of the change that
  * made it the target). One job per switch at a time: while one is queued or running, this is a no-op.
  */
@@ -37,7 +44,10 @@ export async function requeueOrphanedDocuments(deps: Pick<AppDeps, 'database' | 
       await failDocument(deps, doc.id, `Processing failed repeatedly: ${doc.dead_error ?? 'the worker stopped while processing it'}`);
       continue;
     }
-    await deps.jobs.enqueue(INGEST_JOB, { documentId: doc.id, configId: doc.config_id } satisfies IngestPayload, { dedupeKey: `ingest:${doc.id}` });
+    await deps.jobs.enqueue(INGEST_JOB, { documentId: doc.id, configId: doc.config_id } satisfies IngestPayload, {
+      dedupeKey: `ingest:${doc.id}`,
+      fairKey: doc.owner_id,
+    });
   }
   const switches = await resumeStalledEmbeddingSwitches(deps);
   if (rows.length > 0 || switches > 0) deps.jobs.notify();

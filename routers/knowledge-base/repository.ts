@@ -167,7 +167,11 @@ export async function countServingVectors(db: Db, ownerId: string): Promise<Map<
  * A new document and the job that ingests it, in one statement (atomic without a transaction: a document never
  * exists without its job). Undefined when the knowledge base already holds this content (no job then either).
  */
-export const insertDocumentWithJob = (db: Db, values: InsertObject<DB, 'kb_documents'>, job: Pick<NewJob, 'id' | 'kind' | 'payload' | 'dedupeKey'>) =>
+export const insertDocumentWithJob = (
+  db: Db,
+  values: InsertObject<DB, 'kb_documents'>,
+  job: Pick<NewJob, 'id' | 'kind' | 'payload' | 'dedupeKey' | 'fairKey'>,
+) =>
   db
     .with('new_document', (qc) =>
       qc
@@ -406,8 +410,8 @@ export async function findStalledEmbeddingSwitches(db: Db, kind: string) {
  */
 export async function findOrphanedDocuments(db: Db, kind: string) {
   const names = jobPayloadNames('documentId', sql`d.id::text`);
-  const { rows } = await sql<{ id: string; config_id: string; dead_error: string | null; dead: boolean }>`
-    select d.id, d.config_id,
+  const { rows } = await sql<{ id: string; config_id: string; owner_id: string; dead_error: string | null; dead: boolean }>`
+    select d.id, d.config_id, d.owner_id,
       exists (select 1 from jobs j where j.kind = ${kind} and j.status = 'dead' and ${names}) as dead,
       (select j.last_error from jobs j where j.kind = ${kind} and j.status = 'dead' and ${names} order by j.updated_at desc limit 1) as dead_error
     from kb_documents d

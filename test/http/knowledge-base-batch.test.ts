@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { knowledgeBaseJobHandlers } from '../../routers/knowledge-base/jobs.ts';
+import { documentJobsPerOwner, INGEST_JOB, knowledgeBaseJobHandlers } from '../../routers/knowledge-base/jobs.ts';
+import type { JobHandler } from '../../routers/jobs/queue.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 // Ingestion in batches: the job queue hands several documents to one call, written in one transaction.
@@ -102,5 +103,55 @@ describe('knowledge-base ingestion in batches', () => {
     expect(await documentOf(ids['poison.txt']!)).toMatchObject({ status: 'completed', chunk_count: 1 });
     expect((await storedRows(ids['poison.txt']!)).chunks).toBe(1);
     expect(await contentVersion(kb)).toBe(before + 1);
+  });
+
+  it("another owner's upload joins the next batch instead of waiting behind one owner's backlog", async () => {
+    const texts = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`bulk-${i}.txt`, `Bulk document number ${i} about tides and currents.`]));
+    const bulk = await knowledgeBaseWith('bulk-owner', texts);
+    const single = await knowledgeBaseWith('single-owner', { 'mine.txt': 'A single document about mountain goats.' });
+    // Each upload's job names its owner, which is what the queue shares its workers by.
+    const keys = await db()
+      .selectFrom('jobs')
+      .select(['fair_key', (eb) => eb.fn.countAll<number>().as('n')])
+      .where('kind', '=', INGEST_JOB)
+      .where('status', '=', 'queued')
+      .groupBy('fair_key')
+      .execute();
+    const bulkOwner = (await documentOf(bulk.ids['bulk-0.txt']!)).owner_id;
+    const singleOwner = (await documentOf(single.ids['mine.txt']!)).owner_id;
+    expect(keys.map((k) => [k.fair_key, Number(k.n)]).sort()).toEqual(
+      [
+        [bulkOwner, 40],
+        [singleOwner, 1],
+      ].sort(),
+    );
+
+    // The workers as server/app.ts starts them (one here), recording the documents of each batch.
+    const handlers = knowledgeBaseJobHandlers(app.deps);
+    const ingest = handlers[INGEST_JOB]!;
+    const batches: string[][] = [];
+    const recording: JobHandler = Object.assign(ingest.bind(null), {
+      batch: {
+        size: ingest.batch!.size,
+        run: (jobs: Parameters<NonNullable<JobHandler['batch']>['run']>[0], ctx: Parameters<NonNullable<JobHandler['batch']>['run']>[1]) => {
+          batches.push(jobs.map((job) => (job.payload as { documentId: string }).documentId));
+          return ingest.batch!.run(jobs, ctx);
+        },
+      },
+    });
+    app.deps.jobs.start(
+      { ...handlers, [INGEST_JOB]: recording },
+      { concurrency: 1, pollIntervalMs: 50, onlyHandledKinds: true, perKeyLimit: documentJobsPerOwner(1) },
+    );
+    try {
+      const deadline = Date.now() + 30_000;
+      while ((await documentOf(bulk.ids['bulk-39.txt']!)).status === 'processing' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    } finally {
+      await app.deps.jobs.stop();
+    }
+    expect(batches.length).toBeGreaterThanOrEqual(2);
+    // Oldest first alone would have put it in the last batch, behind all forty.
+    expect(batches[0]).toContain(single.ids['mine.txt']);
+    expect(await documentOf(single.ids['mine.txt']!)).toMatchObject({ status: 'completed' });
   });
 });
