@@ -33,6 +33,12 @@ const READY = sql`((status = 'queued' and run_at <= now()) or (status = 'running
 const kindFilterOf = (kinds?: string[]) => (!kinds ? sql`` : kinds.length > 0 ? sql`and kind in (${sql.join(kinds)})` : sql`and false`);
 
 /**
+ * Candidates read per job claimed: the claim takes the first `limit` of them not locked already, so an instance
+ * claiming at the same moment as two others still finds jobs.
+ */
+const CANDIDATES_PER_CLAIM = 3;
+
+/**
  * The jobs a fair claim may take: of each fair key, its oldest due jobs, as many as its running jobs (on every
  * instance, counting those whose lease ran out: they will run again) leave under `perKeyLimit`; ranked so that the
  * keys with the fewest running go first (a key's n-th job counts as running + n), then the oldest. So one tenant's backlog, or an endpoint that answers only at its deadline, holds
@@ -40,7 +46,8 @@ const kindFilterOf = (kinds?: string[]) => (!kinds ? sql`` : kinds.length > 0 ? 
  * A job without a key comes first, and with `withExpired` so does one whose lease ran out (its worker died): those
  * are rare, and claims are on every delivery's path (on PGlite, this part and the keyless one were a third of the
  * claim's time).
- * Cost: a loose scan of jobs_fair_ready_idx (one probe per key with queued jobs), per key a count of its running
+ * Cost: a loose scan of jobs_fair_ready_idx (one probe per key with queued jobs of any kind: with a filter on the
+ * kind, the planner read and sorted the whole backlog instead), per key a count of its running
  * jobs (jobs_fair_running_idx) and at most `perKeyLimit` of its due jobs, and the jobs without a key
  * (jobs_unkeyed_ready_idx) or with an expired lease (jobs_lease_idx): neither the backlog of a key nor another
  * queue's is read.
@@ -49,9 +56,9 @@ const fairCandidates = (limit: number, perKeyLimit: number, kinds: string[] | un
   const kindFilter = kindFilterOf(kinds);
   return sql`
   with recursive fair_keys(k) as (
-      (select fair_key from jobs where status = 'queued' and fair_key is not null ${kindFilter} order by fair_key limit 1)
+      (select fair_key from jobs where status = 'queued' and fair_key is not null order by fair_key limit 1)
     union all
-      select (select fair_key from jobs where status = 'queued' and fair_key > fk.k ${kindFilter} order by fair_key limit 1)
+      select (select fair_key from jobs where status = 'queued' and fair_key > fk.k order by fair_key limit 1)
         from fair_keys fk where fk.k is not null
   ),
   candidates as (
@@ -72,7 +79,8 @@ const fairCandidates = (limit: number, perKeyLimit: number, kinds: string[] | un
         : sql``
     }
   )
-  select id as candidate_id, share, run_at as due_at from candidates`;
+  select id as candidate_id, row_number() over (order by share, run_at) as rank from candidates
+   order by share, run_at limit ${limit * CANDIDATES_PER_CLAIM}::int`;
 };
 
 /**
@@ -104,8 +112,11 @@ export async function claimJobs(db: Kysely<DB>, workerId: string, limit: number,
     ? sql`select id from jobs where ${READY} ${kindFilterOf(kinds)} order by run_at limit ${limit} for update skip locked`
     : // The candidates are read without locks; here the rows are locked and checked to be still ready, and only then
       // cut to the limit, so an instance claiming at the same moment as another takes the next ones, not nothing.
-      sql`select j.id from jobs j join (${fairCandidates(limit, fair.perKeyLimit, kinds, fair.withExpired)}) c on c.candidate_id = j.id
-           where ${READY} order by c.share, c.due_at limit ${limit} for update of j skip locked`;
+      // Each candidate is fetched by its key: the readiness check is a CASE, which no index answers, because given
+      // READY the planner read every ready job (the whole backlog, on every claim) to join them.
+      sql`select j.id from (${fairCandidates(limit, fair.perKeyLimit, kinds, fair.withExpired)}) c join jobs j on j.id = c.candidate_id
+           where case when j.status = 'queued' then j.run_at <= now() when j.status = 'running' then j.lease_until < now() else false end
+           order by c.rank limit ${limit} for update of j skip locked`;
   const { rows } = await sql<ClaimedRow>`
       update jobs
          set status = 'running', locked_by = ${workerId}, lease_until = now() + ${millis(leaseMs)},
