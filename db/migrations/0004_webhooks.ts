@@ -68,6 +68,12 @@ export async function up(db: Kysely<any>) {
 }
 
 /**
+ * A delivery job's fair key: its owner, in the webhook deliveries' own key space (routers/webhooks/outbox-repository.ts
+ * webhookFairKey says the same in TypeScript), so a queue's keys never count another queue's jobs.
+ */
+const WEBHOOK_FAIR_KEY_SQL = "'webhook:' || d.owner_id::text";
+
+/**
  * The outbox function's definition; with `withFairKey` (migration 0022) its jobs carry the owner as their fair key, so
  * the delivery workers are shared fairly among owners. Migrations 0004 and 0022 (and 0022's down) create it from here.
  */
@@ -105,10 +111,10 @@ export const webhookOutboxFunction = (withFairKey: boolean) => sql`
           select t.delivery_id, t.webhook_id, t.event_id, t.owner_id from wh_targets t
           returning webhook_deliveries.id, webhook_deliveries.owner_id
         ),
-        -- Rows as JobQueue.enqueue writes them: queued now, one dedupe key per delivery${withFairKey ? sql.raw(', the owner as fair key') : sql``}.
+        -- Rows as JobQueue.enqueue writes them: queued now, one dedupe key per delivery${withFairKey ? sql.raw(', the owner in the fair key') : sql``}.
         wh_jobs as (
           insert into jobs (id, kind, payload, max_attempts, dedupe_key${withFairKey ? sql.raw(', fair_key') : sql``})
-          select gen_random_uuid(), p_job_kind, jsonb_build_object('deliveryId', d.id), p_job_max_attempts, 'webhook:' || d.id::text${withFairKey ? sql.raw(', d.owner_id::text') : sql``}
+          select gen_random_uuid(), p_job_kind, jsonb_build_object('deliveryId', d.id), p_job_max_attempts, 'webhook:' || d.id::text${withFairKey ? sql.raw(`, ${WEBHOOK_FAIR_KEY_SQL}`) : sql``}
             from wh_deliveries d
           returning jobs.id
         )

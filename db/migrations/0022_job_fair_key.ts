@@ -15,13 +15,14 @@ export async function up(db: Kysely<any>) {
   // And the jobs without a key apart (none, normally), not through other queues' backlogs.
   await sql`create index jobs_unkeyed_ready_idx on jobs (kind, run_at) where status = 'queued' and fair_key is null`.execute(db);
   await webhookOutboxFunction(true).execute(db);
-  // Deliveries and documents already waiting take their owner's key too.
+  // Deliveries and documents already waiting take their owner's key too, each in its queue's own key space (a
+  // queue counts the running jobs of a key: another queue's must not count).
   await sql`
-    update jobs j set fair_key = d.owner_id::text
+    update jobs j set fair_key = 'webhook:' || d.owner_id::text
       from webhook_deliveries d
      where j.kind in ('webhook.deliver', 'webhook.replay') and j.status in ('queued', 'running') and j.payload->>'deliveryId' = d.id::text`.execute(db);
   await sql`
-    update jobs j set fair_key = d.owner_id::text
+    update jobs j set fair_key = 'document:' || d.owner_id::text
       from kb_documents d
      where j.kind = 'kb.ingest' and j.status in ('queued', 'running') and j.payload->>'documentId' = d.id::text`.execute(db);
 }

@@ -522,7 +522,7 @@ describe(`job queue (${engine})`, () => {
     }
 
     /** Starts `queue` with handlers that hold every job until released, recording which keys ran and how many at once. */
-    function holdingQueue(queue: JobQueue, options: { concurrency: number; perKeyLimit?: number }) {
+    function holdingQueue(queue: JobQueue, options: { concurrency: number; perKeyLimit?: number; onlyHandledKinds?: boolean }) {
       const started: string[] = [];
       const running = new Map<string, number>();
       const mostRunning = new Map<string, number>();
@@ -648,6 +648,21 @@ describe(`job queue (${engine})`, () => {
         return first.length;
       });
       expect(inFirst).toBe(4);
+    });
+
+    it("another queue's running jobs under the same key do not count toward this queue's limit", async () => {
+      const queue = makeQueue();
+      await enqueueFor(queue, 'elsewhere', 'tenant-a', 5, 100);
+      await sql`update jobs set status = 'running', attempts = 1, locked_by = 'other-queue', lease_until = now() + interval '1 minute' where kind = 'elsewhere'`.execute(
+        primary.db,
+      );
+      await enqueueFor(queue, 'hold', 'tenant-a', 3, 50);
+      const held = holdingQueue(queue, { concurrency: 4, perKeyLimit: 2, onlyHandledKinds: true });
+      queue.notify();
+      await waitFor(() => held.started.length >= 2, 5000, 'two jobs running');
+      await sleep(200);
+      expect(held.started).toEqual(['tenant-a', 'tenant-a']);
+      held.releaseAll();
     });
 
     it('refuses a perKeyLimit that is not a positive integer', () => {

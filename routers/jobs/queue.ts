@@ -94,7 +94,10 @@ export interface EnqueueOptions {
   runAt?: Date;
   maxAttempts?: number;
   dedupeKey?: string;
-  /** Whom the job is for (a tenant's id); a queue started with perKeyLimit shares its workers fairly among keys. */
+  /**
+   * Whom the job is for, in this queue's own key space (`webhook:<owner>`); a queue started with perKeyLimit shares
+   * its workers fairly among keys.
+   */
   fairKey?: string;
 }
 

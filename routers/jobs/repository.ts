@@ -41,16 +41,18 @@ const CANDIDATES_PER_CLAIM = 3;
 /**
  * The jobs a fair claim may take: of each fair key, its oldest due jobs, as many as its running jobs (on every
  * instance, counting those whose lease ran out: they will run again) leave under `perKeyLimit`; ranked so that the
- * keys with the fewest running go first (a key's n-th job counts as running + n), then the oldest. So one tenant's backlog, or an endpoint that answers only at its deadline, holds
- * at most `perKeyLimit` workers, and another key's job waits for the next free worker, not behind the backlog.
+ * keys with the fewest running go first (a key's n-th job counts as running + n), then the oldest. So one tenant's
+ * backlog, or an endpoint that answers only at its deadline, holds at most `perKeyLimit` workers, and another
+ * key's job waits for the next free worker, not behind the backlog. Keys are per queue (`webhook:<owner>`,
+ * `document:<owner>`): a key's jobs are read in key order, so another queue's jobs under the same key would be
+ * read through and counted as running.
  * A job without a key comes first, and with `withExpired` so does one whose lease ran out (its worker died): those
  * are rare, and claims are on every delivery's path (on PGlite, this part and the keyless one were a third of the
  * claim's time).
- * Cost: a loose scan of jobs_fair_ready_idx (one probe per key with queued jobs of any kind: with a filter on the
- * kind, the planner read and sorted the whole backlog instead), per key a count of its running
- * jobs (jobs_fair_running_idx) and at most `perKeyLimit` of its due jobs, and the jobs without a key
- * (jobs_unkeyed_ready_idx) or with an expired lease (jobs_lease_idx): neither the backlog of a key nor another
- * queue's is read.
+ * Cost: a loose scan of jobs_fair_ready_idx (one probe per key with queued jobs, of any queue: with a filter on
+ * the kind, the planner read and sorted the whole backlog instead), per key a count of its running jobs
+ * (jobs_fair_running_idx) and at most `perKeyLimit` of its due jobs, and the jobs without a key
+ * (jobs_unkeyed_ready_idx) or with an expired lease (jobs_lease_idx): no backlog is read.
  */
 const fairCandidates = (limit: number, perKeyLimit: number, kinds: string[] | undefined, withExpired: boolean) => {
   const kindFilter = kindFilterOf(kinds);
@@ -64,7 +66,7 @@ const fairCandidates = (limit: number, perKeyLimit: number, kinds: string[] | un
   candidates as (
       select c.id, c.run_at, r.n + c.rn as share
         from fair_keys fk
-        cross join lateral (select count(*)::int as n from jobs where status = 'running' and fair_key = fk.k) r
+        cross join lateral (select count(*)::int as n from jobs where status = 'running' and fair_key = fk.k ${kindFilter}) r
         cross join lateral (
           select id, run_at, row_number() over (order by run_at) as rn from jobs
            where status = 'queued' and fair_key = fk.k and run_at <= now() ${kindFilter}

@@ -8,7 +8,7 @@ import { ownerProcedure, router } from '../trpc.ts';
 import { sniffDocumentKind } from '../../adapters/outbound/parsers/sniff.ts';
 import * as repo from './repository.ts';
 import { ownedConfigId } from './configs-router.ts';
-import { INGEST_JOB, type IngestPayload } from './jobs.ts';
+import { documentFairKey, INGEST_JOB, type IngestPayload } from './jobs.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import type { AppDeps } from '../context.ts';
 
@@ -96,7 +96,7 @@ export const kbDocumentsRouter = router({
             kind: INGEST_JOB,
             payload: JSON.stringify({ documentId, configId } satisfies IngestPayload),
             dedupeKey: `ingest:${documentId}`,
-            fairKey: ctx.owner.id,
+            fairKey: documentFairKey(ctx.owner.id),
           },
         );
       } catch (error) {
@@ -118,7 +118,7 @@ export const kbDocumentsRouter = router({
         const again = await repo.retryFailedDocument(trx, existing.id, input.file.fileName.slice(0, 255) || existing.file_name);
         if (again) {
           const payload = { documentId: again.id, configId } satisfies IngestPayload;
-          await deps.jobs.enqueue(INGEST_JOB, payload, { dedupeKey: `ingest:${again.id}`, fairKey: ctx.owner.id }, trx);
+          await deps.jobs.enqueue(INGEST_JOB, payload, { dedupeKey: `ingest:${again.id}`, fairKey: documentFairKey(ctx.owner.id) }, trx);
         }
         return again ?? existing;
       });

@@ -17,6 +17,9 @@ export function knowledgeBaseJobHandlers(deps: AppDeps): Record<string, JobHandl
   };
 }
 
+/** A document job's fair key: its owner, in the documents' own key space (the migration that keyed jobs says the same). */
+export const documentFairKey = (ownerId: string) => `document:${ownerId}`;
+
 /**
  * How many document jobs of one owner the background workers may hold at once: every worker a full batch, so one
  * owner's bulk upload is not slowed; what fairness buys (the queue's claims put the owners with the fewest running
@@ -46,7 +49,7 @@ export async function requeueOrphanedDocuments(deps: Pick<AppDeps, 'database' | 
     }
     await deps.jobs.enqueue(INGEST_JOB, { documentId: doc.id, configId: doc.config_id } satisfies IngestPayload, {
       dedupeKey: `ingest:${doc.id}`,
-      fairKey: doc.owner_id,
+      fairKey: documentFairKey(doc.owner_id),
     });
   }
   const switches = await resumeStalledEmbeddingSwitches(deps);

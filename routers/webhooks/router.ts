@@ -19,6 +19,7 @@ import { assertValidSecret, generateSecret } from './signing.ts';
 import { checkReceiverUrlAtSave, receiverUrlProblem } from './url-policy.ts';
 import { recordEvents, webhookEvent } from './outbox.ts';
 import { REPLAY_JOB } from './delivery.ts';
+import { webhookFairKey } from './outbox-repository.ts';
 import { withWarnings } from '../address-at-save.ts';
 import * as repo from './repository.ts';
 
@@ -220,7 +221,7 @@ export const webhooksRouter = router({
         {
           dedupeKey: `webhook-replay:${delivery.id}`,
           maxAttempts: 3,
-          fairKey: ctx.owner.id,
+          fairKey: webhookFairKey(ctx.owner.id),
         },
       );
       ctx.deps.webhookJobs.notify();

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB, WebhookAttempt } from '../../db/types.ts';
 import type { JobQueue } from '../jobs/queue.ts';
-import { DELIVER_JOB, DELIVER_JOB_MAX_ATTEMPTS } from './outbox-repository.ts';
+import { DELIVER_JOB, DELIVER_JOB_MAX_ATTEMPTS, webhookFairKey } from './outbox-repository.ts';
 import { appendFinalAttempt, findOrphanedDeliveries } from './repository.ts';
 
 const BATCH = 500;
@@ -33,7 +33,7 @@ export async function sweepOrphanedDeliveries(db: Kysely<DB>, jobs: Pick<JobQueu
       {
         dedupeKey: `webhook:${delivery.id}`,
         maxAttempts: DELIVER_JOB_MAX_ATTEMPTS,
-        fairKey: delivery.owner_id,
+        fairKey: webhookFairKey(delivery.owner_id),
       },
     );
   }

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { documentJobsPerOwner, INGEST_JOB, knowledgeBaseJobHandlers } from '../../routers/knowledge-base/jobs.ts';
+import { documentFairKey, documentJobsPerOwner, INGEST_JOB, knowledgeBaseJobHandlers } from '../../routers/knowledge-base/jobs.ts';
 import type { JobHandler } from '../../routers/jobs/queue.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 
@@ -121,8 +121,8 @@ describe('knowledge-base ingestion in batches', () => {
     const singleOwner = (await documentOf(single.ids['mine.txt']!)).owner_id;
     expect(keys.map((k) => [k.fair_key, Number(k.n)]).sort()).toEqual(
       [
-        [bulkOwner, 40],
-        [singleOwner, 1],
+        [documentFairKey(bulkOwner), 40],
+        [documentFairKey(singleOwner), 1],
       ].sort(),
     );
 

@@ -3,6 +3,7 @@
 // attack pass saw another owner's event wait 75 s behind 41 events to a hanging endpoint). The app runs its real
 // delivery workers (4, so at most 3 per owner by default) against real local receivers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { webhookFairKey } from '../../routers/webhooks/outbox-repository.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 import { startWebhookReceiver, verifyDelivery, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 
@@ -74,7 +75,7 @@ describe('delivery workers shared among owners', () => {
       .select((eb) => eb.fn.countAll<number>().as('n'))
       .where('kind', '=', 'webhook.deliver')
       .where('status', '=', 'queued')
-      .where('fair_key', '=', slow.ownerId)
+      .where('fair_key', '=', webhookFairKey(slow.ownerId))
       .executeTakeFirstOrThrow();
     expect(Number(waiting.n)).toBe(7);
   });
