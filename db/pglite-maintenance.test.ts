@@ -39,7 +39,7 @@ describe('maintainLikeAutovacuum (PGlite)', () => {
     expect(await deadRows('jobs')).toBeGreaterThanOrEqual(4000);
 
     const done = await maintainLikeAutovacuum(db);
-    expect(done).toContainEqual({ table: 'jobs', action: 'vacuum' });
+    expect(done).toContainEqual({ table: 'jobs', action: 'vacuum', ms: expect.any(Number) });
     expect(await deadRows('jobs')).toBe(0);
 
     // A second pass finds nothing more to do on that table.
@@ -51,10 +51,24 @@ describe('maintainLikeAutovacuum (PGlite)', () => {
     await maintainLikeAutovacuum(db);
     await sql`insert into security_events (id, kind, occurred_at) select gen_random_uuid(), 'probe', now() from generate_series(1, 300)`.execute(db);
     await countersPublished();
-    expect(await maintainLikeAutovacuum(db)).toContainEqual({ table: 'security_events', action: 'analyze' });
+    expect(await maintainLikeAutovacuum(db)).toContainEqual({ table: 'security_events', action: 'analyze', ms: expect.any(Number) });
     const { rows } = await sql<{ analysed: Date | null }>`select last_analyze as analysed from pg_stat_user_tables where relname = 'security_events'`.execute(
       db,
     );
     expect(rows[0]?.analysed).not.toBeNull();
+  });
+
+  it('freezes any table, the catalogs too, whose oldest unfrozen transaction is past the limit', async () => {
+    const db = database.db;
+    const age = async (table: string) =>
+      Number((await sql<{ age: number }>`select age(relfrozenxid) as age from pg_class where oid = ${table}::regclass`.execute(db)).rows[0]!.age);
+    // Transactions to age them: the limit is autovacuum's 200 million; here it is lowered to what the test can reach.
+    for (let i = 0; i < 20; i++) await sql`insert into security_events (id, kind, occurred_at) values (gen_random_uuid(), 'age', now())`.execute(db);
+    const before = await age('owners');
+    expect(before).toBeGreaterThan(10);
+    const done = await maintainLikeAutovacuum(db, { freezeMaxAge: 10 });
+    expect(done).toContainEqual({ table: 'owners', action: 'freeze', ms: expect.any(Number) });
+    expect(done).toContainEqual({ table: 'pg_class', action: 'freeze', ms: expect.any(Number) });
+    expect(await age('owners')).toBeLessThan(before);
   });
 });

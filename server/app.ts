@@ -31,10 +31,11 @@ import { createWebHandler } from '../adapters/inbound/web/handler.ts';
 import { buildWebAssets } from '../adapters/inbound/web/build.ts';
 import { createDirectoryBlobStore } from '../adapters/outbound/blobs/blob-store.ts';
 import { createJobQueue } from '../routers/jobs/queue.ts';
-import { documentJobsPerOwner, knowledgeBaseJobHandlers, requeueOrphanedDocuments } from '../routers/knowledge-base/jobs.ts';
+import { DOCUMENT_FAIR_KEY_PREFIX, documentJobsPerOwner, knowledgeBaseJobHandlers, requeueOrphanedDocuments } from '../routers/knowledge-base/jobs.ts';
 import { webhookJobHandlers, webhookWorkersPerOwner } from '../routers/webhooks/delivery.ts';
 import { maintainLikeAutovacuum } from '../db/pglite-maintenance.ts';
 import { sweepOrphanedDeliveries } from '../routers/webhooks/sweeper.ts';
+import { WEBHOOK_FAIR_KEY_PREFIX } from '../routers/webhooks/outbox-repository.ts';
 import { createNotifiedCache } from '../db/notified-cache.ts';
 import type { ActiveKey, ApiKey } from '../routers/api-keys/repository.ts';
 import { createSessionCache } from '../routers/auth/session-cache.ts';
@@ -73,6 +74,8 @@ const SESSION_CACHE_MAX_ENTRIES = 10_000;
 const SECURITY_EVENTS_PRUNE_MS = 3_600_000;
 /** How often the embedded database is vacuumed and analysed where it needs it (autovacuum's own nap is a minute). */
 const PGLITE_MAINTENANCE_EVERY_MS = 60_000;
+/** A table's maintenance longer than this is logged at info (PGlite answers nothing meanwhile). */
+const SLOW_MAINTENANCE_MS = 200;
 
 export interface RunningApp {
   deps: AppDeps;
@@ -186,7 +189,11 @@ export async function startApp(config: Config, options: { database?: Database; l
     const maintain = () => {
       maintaining ??= maintainLikeAutovacuum(database.db)
         .then((done) => {
-          if (done.length > 0) logger.debug('embedded database maintained', { tables: done.map((t) => `${t.table} (${t.action})`).join(', ') });
+          if (done.length === 0) return;
+          const tables = done.map((t) => `${t.table} (${t.action}, ${t.ms} ms)`).join(', ');
+          // A long one held every request for its duration: worth an operator's eye.
+          if (done.some((t) => t.ms >= SLOW_MAINTENANCE_MS)) logger.info('embedded database maintained; the database was busy for a while', { tables });
+          else logger.debug('embedded database maintained', { tables });
         })
         .catch((error: unknown) => logger.warn('embedded database maintenance failed', { reason: String(error) }))
         .finally(() => (maintaining = undefined));
@@ -202,7 +209,13 @@ export async function startApp(config: Config, options: { database?: Database; l
         ...domainJobHandlers(deps),
         ...certificateJobHandlers(deps),
       },
-      { concurrency: config.JOB_CONCURRENCY, leaseMs: config.JOB_LEASE_MS, onlyHandledKinds: true, perKeyLimit: documentJobsPerOwner(config.JOB_CONCURRENCY) },
+      {
+        concurrency: config.JOB_CONCURRENCY,
+        leaseMs: config.JOB_LEASE_MS,
+        onlyHandledKinds: true,
+        perKeyLimit: documentJobsPerOwner(config.JOB_CONCURRENCY),
+        fairKeyPrefix: DOCUMENT_FAIR_KEY_PREFIX,
+      },
     );
     await requeueOrphanedDocuments(deps);
     // Also while running: a job can die (its last lease ran out) long after start-up.
@@ -232,6 +245,7 @@ export async function startApp(config: Config, options: { database?: Database; l
       leaseMs: config.JOB_LEASE_MS,
       onlyHandledKinds: true,
       perKeyLimit: webhookWorkersPerOwner(config.WEBHOOK_CONCURRENCY, config.WEBHOOK_CONCURRENCY_PER_OWNER),
+      fairKeyPrefix: WEBHOOK_FAIR_KEY_PREFIX,
     });
     const sweep = () =>
       sweepOrphanedDeliveries(database.db, deps.webhookJobs).catch((error: unknown) => logger.warn('webhook delivery sweep failed', { reason: String(error) }));

@@ -8,7 +8,9 @@ import { webhookOutboxFunction } from './0004_webhooks.ts';
  * no longer makes every other owner's documents wait for all of it (routers/jobs/repository.ts claimJobs).
  */
 export async function up(db: Kysely<any>) {
-  await sql`alter table jobs add column fair_key text`.execute(db);
+  // Byte order ("C"): a queue walks only its own keys (`webhook:...`) as one index range, which other collations,
+  // ignoring punctuation, would not keep together.
+  await sql`alter table jobs add column fair_key text collate "C"`.execute(db);
   // The fair claim walks the distinct keys with queued jobs, taking each key's oldest, and counts what each runs.
   await sql`create index jobs_fair_ready_idx on jobs (fair_key, run_at) where status = 'queued' and fair_key is not null`.execute(db);
   await sql`create index jobs_fair_running_idx on jobs (fair_key) where status = 'running' and fair_key is not null`.execute(db);

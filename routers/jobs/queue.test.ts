@@ -522,7 +522,7 @@ describe(`job queue (${engine})`, () => {
     }
 
     /** Starts `queue` with handlers that hold every job until released, recording which keys ran and how many at once. */
-    function holdingQueue(queue: JobQueue, options: { concurrency: number; perKeyLimit?: number; onlyHandledKinds?: boolean }) {
+    function holdingQueue(queue: JobQueue, options: { concurrency: number; perKeyLimit?: number; onlyHandledKinds?: boolean; fairKeyPrefix?: string }) {
       const started: string[] = [];
       const running = new Map<string, number>();
       const mostRunning = new Map<string, number>();
@@ -662,6 +662,20 @@ describe(`job queue (${engine})`, () => {
       await waitFor(() => held.started.length >= 2, 5000, 'two jobs running');
       await sleep(200);
       expect(held.started).toEqual(['tenant-a', 'tenant-a']);
+      held.releaseAll();
+    });
+
+    it('a queue with a key prefix walks only its own keys', async () => {
+      const queue = makeQueue();
+      await enqueueFor(queue, 'hold', 'mine:a', 2, 100);
+      await enqueueFor(queue, 'hold', 'mine:b', 1, 90);
+      // Keyed outside the queue's range (no queue of ours would do that): not among its keys.
+      await enqueueFor(queue, 'hold', 'theirs:c', 1, 200);
+      const held = holdingQueue(queue, { concurrency: 8, perKeyLimit: 8, fairKeyPrefix: 'mine:' });
+      queue.notify();
+      await waitFor(() => held.started.length >= 3, 5000, 'three jobs running');
+      await sleep(200);
+      expect([...held.started].sort()).toEqual(['mine:a', 'mine:a', 'mine:b']);
       held.releaseAll();
     });
 

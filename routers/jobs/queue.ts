@@ -111,7 +111,14 @@ export interface JobQueue {
   /** Starts polling: claims up to `concurrency` jobs at a time with FOR UPDATE SKIP LOCKED, sets status running + lease_until + locked_by, runs handlers. */
   start(
     handlers: Record<string, JobHandler>,
-    options?: { concurrency?: number; pollIntervalMs?: number; leaseMs?: number; onlyHandledKinds?: boolean; perKeyLimit?: number },
+    options?: {
+      concurrency?: number;
+      pollIntervalMs?: number;
+      leaseMs?: number;
+      onlyHandledKinds?: boolean;
+      perKeyLimit?: number;
+      fairKeyPrefix?: string;
+    },
   ): void;
   /**
    * Stops claiming, aborts running handlers' signals, waits for them (bounded by timeoutMs, default 10 s), releases
@@ -183,6 +190,8 @@ interface StartOptions {
    * running served first, so no key's backlog or slow jobs hold every worker (repository.ts claimJobs).
    */
   perKeyLimit?: number;
+  /** Every fair key of this queue starts with it (`webhook:`), so its claims read no other queue's keys. */
+  fairKeyPrefix?: string;
 }
 
 function errorText(error: unknown): string {
@@ -249,7 +258,7 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
     const at = performance.now();
     const withExpired = expiredNow || at - lastExpiredClaim >= options.pollIntervalMs;
     if (withExpired) lastExpiredClaim = at;
-    return repo.claimJobs(db, workerId, limit, leaseMs, kinds, { perKeyLimit: options.perKeyLimit, withExpired });
+    return repo.claimJobs(db, workerId, limit, leaseMs, kinds, { perKeyLimit: options.perKeyLimit, withExpired, keyPrefix: options.fairKeyPrefix });
   };
   const claimOf = (job: Job): repo.Claim => ({ id: job.id, attempts: job.attempts, workerId });
   const extendLease = (job: Job, leaseMs: number) => repo.extendLease(db, claimOf(job), leaseMs);
@@ -570,7 +579,8 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
       if (!(Number.isInteger(concurrency) && concurrency >= 1)) throw new RangeError('concurrency must be a positive integer');
       if (!(pollIntervalMs > 0)) throw new RangeError('pollIntervalMs must be positive');
       if (!(leaseMs >= 3)) throw new RangeError('leaseMs must be at least 3');
-      const { perKeyLimit } = startOptions;
+      const { perKeyLimit, fairKeyPrefix } = startOptions;
+      if (fairKeyPrefix !== undefined && fairKeyPrefix.length === 0) throw new RangeError('fairKeyPrefix must not be empty');
       if (perKeyLimit !== undefined && !(Number.isInteger(perKeyLimit) && perKeyLimit >= 1)) throw new RangeError('perKeyLimit must be a positive integer');
       handlers = { ...startHandlers };
       options = {
@@ -579,6 +589,7 @@ export function createJobQueue(deps: JobQueueDeps): JobQueue {
         leaseMs,
         ...(startOptions.onlyHandledKinds ? { kinds: Object.keys(handlers) } : {}),
         ...(perKeyLimit !== undefined ? { perKeyLimit } : {}),
+        ...(fairKeyPrefix !== undefined ? { fairKeyPrefix } : {}),
       };
       stopping = false;
       pendingWake = false;

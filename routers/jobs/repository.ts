@@ -49,18 +49,23 @@ const CANDIDATES_PER_CLAIM = 3;
  * A job without a key comes first, and with `withExpired` so does one whose lease ran out (its worker died): those
  * are rare, and claims are on every delivery's path (on PGlite, this part and the keyless one were a third of the
  * claim's time).
- * Cost: a loose scan of jobs_fair_ready_idx (one probe per key with queued jobs, of any queue: with a filter on
- * the kind, the planner read and sorted the whole backlog instead), per key a count of its running jobs
- * (jobs_fair_running_idx) and at most `perKeyLimit` of its due jobs, and the jobs without a key
- * (jobs_unkeyed_ready_idx) or with an expired lease (jobs_lease_idx): no backlog is read.
+ * Cost: a loose scan of jobs_fair_ready_idx over the queue's key range (one probe per key with queued jobs; with a
+ * filter on the kind instead, the planner read and sorted the whole backlog), per key a count of its running jobs
+ * (jobs_fair_running_idx) and at most `perKeyLimit` (and no more than the claim can use) of its due jobs, and the
+ * jobs without a key (jobs_unkeyed_ready_idx) or with an expired lease (jobs_lease_idx): no backlog is read.
  */
-const fairCandidates = (limit: number, perKeyLimit: number, kinds: string[] | undefined, withExpired: boolean) => {
+const fairCandidates = (limit: number, fair: FairClaim, kinds: string[] | undefined) => {
+  const { perKeyLimit, withExpired, keyPrefix } = fair;
   const kindFilter = kindFilterOf(kinds);
+  // The queue's own keys: [prefix, prefix with its last character's successor), in the column's byte order.
+  const keyRange = keyPrefix
+    ? sql`and fair_key >= ${keyPrefix} and fair_key < ${keyPrefix.slice(0, -1) + String.fromCharCode(keyPrefix.charCodeAt(keyPrefix.length - 1) + 1)}`
+    : sql``;
   return sql`
   with recursive fair_keys(k) as (
-      (select fair_key from jobs where status = 'queued' and fair_key is not null order by fair_key limit 1)
+      (select fair_key from jobs where status = 'queued' and fair_key is not null ${keyRange} order by fair_key limit 1)
     union all
-      select (select fair_key from jobs where status = 'queued' and fair_key > fk.k order by fair_key limit 1)
+      select (select fair_key from jobs where status = 'queued' and fair_key > fk.k ${keyRange} order by fair_key limit 1)
         from fair_keys fk where fk.k is not null
   ),
   candidates as (
@@ -70,7 +75,7 @@ const fairCandidates = (limit: number, perKeyLimit: number, kinds: string[] | un
         cross join lateral (
           select id, run_at, row_number() over (order by run_at) as rn from jobs
            where status = 'queued' and fair_key = fk.k and run_at <= now() ${kindFilter}
-           order by fair_key, run_at limit greatest(0, ${perKeyLimit}::int - r.n)) c
+           order by fair_key, run_at limit least(${limit * CANDIDATES_PER_CLAIM}::int, greatest(0, ${perKeyLimit}::int - r.n))) c
        where fk.k is not null
     union all
       ${unkeyedReady(limit, kinds)}
@@ -106,6 +111,8 @@ export interface FairClaim {
   perKeyLimit: number;
   /** Also claim jobs whose lease ran out. */
   withExpired: boolean;
+  /** The queue's keys all start with this (`webhook:`): the walk over keys reads no other queue's. */
+  keyPrefix?: string;
 }
 
 /** One short statement: claims up to `limit` ready jobs, oldest run_at first; with `fair`, fairly across fair keys. */
@@ -116,7 +123,7 @@ export async function claimJobs(db: Kysely<DB>, workerId: string, limit: number,
       // cut to the limit, so an instance claiming at the same moment as another takes the next ones, not nothing.
       // Each candidate is fetched by its key: the readiness check is a CASE, which no index answers, because given
       // READY the planner read every ready job (the whole backlog, on every claim) to join them.
-      sql`select j.id from (${fairCandidates(limit, fair.perKeyLimit, kinds, fair.withExpired)}) c join jobs j on j.id = c.candidate_id
+      sql`select j.id from (${fairCandidates(limit, fair, kinds)}) c join jobs j on j.id = c.candidate_id
            where case when j.status = 'queued' then j.run_at <= now() when j.status = 'running' then j.lease_until < now() else false end
            order by c.rank limit ${limit} for update of j skip locked`;
   const { rows } = await sql<ClaimedRow>`

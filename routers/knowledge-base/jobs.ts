@@ -18,7 +18,8 @@ export function knowledgeBaseJobHandlers(deps: AppDeps): Record<string, JobHandl
 }
 
 /** A document job's fair key: its owner, in the documents' own key space (the migration that keyed jobs says the same). */
-export const documentFairKey = (ownerId: string) => `document:${ownerId}`;
+export const DOCUMENT_FAIR_KEY_PREFIX = 'document:';
+export const documentFairKey = (ownerId: string) => `${DOCUMENT_FAIR_KEY_PREFIX}${ownerId}`;
 
 /**
  * How many document jobs of one owner the background workers may hold at once: every worker a full batch, so one

@@ -8,7 +8,8 @@ type Db = Kysely<DB> | Transaction<DB>;
 /** The job kind the outbox function enqueues for each delivery. */
 export const DELIVER_JOB = 'webhook.deliver';
 /** A delivery job's fair key: its owner, in the deliveries' own key space (the outbox function writes the same). */
-export const webhookFairKey = (ownerId: string) => `webhook:${ownerId}`;
+export const WEBHOOK_FAIR_KEY_PREFIX = 'webhook:';
+export const webhookFairKey = (ownerId: string) => `${WEBHOOK_FAIR_KEY_PREFIX}${ownerId}`;
 
 /** Attempts of the delivery job itself (a crash, a database error); HTTP failures follow schedule.ts instead. */
 export const DELIVER_JOB_MAX_ATTEMPTS = 10;

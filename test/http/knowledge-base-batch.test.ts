@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { documentFairKey, documentJobsPerOwner, INGEST_JOB, knowledgeBaseJobHandlers } from '../../routers/knowledge-base/jobs.ts';
+import { DOCUMENT_FAIR_KEY_PREFIX, documentFairKey, documentJobsPerOwner, INGEST_JOB, knowledgeBaseJobHandlers } from '../../routers/knowledge-base/jobs.ts';
 import type { JobHandler } from '../../routers/jobs/queue.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 
@@ -141,7 +141,7 @@ describe('knowledge-base ingestion in batches', () => {
     });
     app.deps.jobs.start(
       { ...handlers, [INGEST_JOB]: recording },
-      { concurrency: 1, pollIntervalMs: 50, onlyHandledKinds: true, perKeyLimit: documentJobsPerOwner(1) },
+      { concurrency: 1, pollIntervalMs: 50, onlyHandledKinds: true, perKeyLimit: documentJobsPerOwner(1), fairKeyPrefix: DOCUMENT_FAIR_KEY_PREFIX },
     );
     try {
       const deadline = Date.now() + 30_000;
