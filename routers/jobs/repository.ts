@@ -221,7 +221,7 @@ export interface NewJob {
   runAt?: Date;
   maxAttempts?: number;
   dedupeKey: string | null;
-  /** Who the job is for, when a queue claims fairly (claimJobs' perKeyLimit): a tenant's id, say. */
+  /** Who the job is for, when a queue claims fairly (claimJobs' `fair`), in that queue's key space (`webhook:<owner>`). */
   fairKey?: string | null;
 }
 
