@@ -33,4 +33,36 @@ describe('an embedded database in a data directory', () => {
     expect(readdirSync(dataDir)).toEqual(['notes.txt']);
     expect(readdirSync(root).filter((entry) => entry.startsWith('occupied.initdb'))).toEqual([]);
   });
+
+  it("fails to open a data directory PGlite cannot start from, with the engine's reason", async () => {
+    const dataDir = join(root, 'broken');
+    mkdirSync(dataDir);
+    writeFileSync(join(dataDir, 'PG_VERSION'), '15\n');
+    await expect(openPGlite({ dataDir })).rejects.toThrow('PGlite failed to initialize properly');
+  });
+});
+
+describe('the embedded database thread', () => {
+  it('stops cleanly when it dies (here: out of memory): waiting and later statements fail with the reason, and it says it stopped', async () => {
+    const database = await openPGlite({ threadHeapMb: 96 });
+    try {
+      expect((await sql<{ one: number }>`select 1 as one`.execute(database.db)).rows).toEqual([{ one: 1 }]);
+      // About 400 MB of rows, built in the thread's heap of 96 MB.
+      const huge = sql`select repeat('x', 1000) || g as s from generate_series(1, 400000) g`.execute(database.db);
+      await expect(huge).rejects.toThrow('the embedded database stopped: its thread ran out of memory');
+      await expect(database.stopped).resolves.toBeInstanceOf(Error);
+      await expect(database.ping()).rejects.toThrow('the embedded database stopped');
+    } finally {
+      await database.close();
+    }
+  }, 60_000);
+
+  it('does not say it stopped when it was closed', async () => {
+    const database = await openPGlite({});
+    let stopped = false;
+    void database.stopped!.then(() => (stopped = true));
+    await database.close();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(stopped).toBe(false);
+  }, 60_000);
 });

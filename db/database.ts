@@ -4,22 +4,25 @@ import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync } from '
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect as connectTcp, type Socket } from 'node:net';
-import { PGlite } from '@electric-sql/pglite';
-import { vector } from '@electric-sql/pglite-pgvector';
-import { btree_gist } from '@electric-sql/pglite/contrib/btree_gist';
 import { Kysely, sql } from 'kysely';
 import { PostgresJSDialect } from 'kysely-postgres-js';
 import postgres from 'postgres';
 import { PGliteDialect } from './pglite-dialect.ts';
+import { startPGliteThread, type PGliteThread } from './pglite-thread.ts';
 import type { DB } from './types.ts';
 
 export interface Database {
   db: Kysely<DB>;
-  /** The embedded engine, when kind is 'pglite' (for data-directory dumps). */
-  pglite?: PGlite;
+  /** The embedded engine's thread, when kind is 'pglite' (for data-directory dumps). */
+  pglite?: PGliteThread;
   kind: 'pglite' | 'postgres';
   /** Round-trips to the database; throws when it is unreachable. */
   ping(): Promise<void>;
+  /**
+   * Settles with the reason if the database can no longer be used and will not come back by itself (the embedded
+   * database's thread died); absent for PostgreSQL, whose connections are re-established.
+   */
+  stopped?: Promise<Error>;
   /** Subscribes to NOTIFY on `channel`; resolves once listening, with the unsubscribe. */
   listen(channel: string, listener: ChangeListener): Promise<() => Promise<void>>;
   close(): Promise<void>;
@@ -34,11 +37,12 @@ export interface ChangeListener {
   onLost(): void;
 }
 
-function wrap(db: Kysely<DB>, kind: Database['kind'], listen: Database['listen'], pglite?: PGlite): Database {
+function wrap(db: Kysely<DB>, kind: Database['kind'], listen: Database['listen'], pglite?: PGliteThread): Database {
   return {
     db,
     kind,
     pglite,
+    stopped: pglite?.stopped,
     ping: async () => {
       await sql`select 1`.execute(db);
     },
@@ -192,7 +196,7 @@ function moveIntoPlace(building: string, dataDir: string) {
  * `sharedBuffersMb` sizes PostgreSQL's buffer pool (PGlite's own default is 128 MB, most of an idle service's
  * memory); the operating system's file cache still holds what the pool does not.
  */
-export async function openPGlite(options: { dataDir?: string; loadDataDir?: Blob; sharedBuffersMb?: number }): Promise<Database> {
+export async function openPGlite(options: { dataDir?: string; loadDataDir?: Blob; sharedBuffersMb?: number; threadHeapMb?: number }): Promise<Database> {
   if (options.dataDir) {
     if (!options.loadDataDir && !existsSync(join(options.dataDir, 'PG_VERSION'))) {
       mkdirSync(dirname(options.dataDir), { recursive: true });
@@ -200,22 +204,21 @@ export async function openPGlite(options: { dataDir?: string; loadDataDir?: Blob
     }
     mkdirSync(options.dataDir, { recursive: true });
   }
-  const pglite = await PGlite.create({
+  const pglite = await startPGliteThread({
     dataDir: options.dataDir,
-    loadDataDir: options.loadDataDir,
-    // pgvector stays loaded for data directories whose earlier migrations created the extension (0002); nothing
-    // uses it since vectors are stored as bytes (0018).
-    extensions: { vector, btree_gist },
-    startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${options.sharedBuffersMb ?? DEFAULT_SHARED_BUFFERS_MB}MB`],
+    loadDataDir: options.loadDataDir ? await options.loadDataDir.arrayBuffer() : undefined,
+    sharedBuffersMb: options.sharedBuffersMb ?? DEFAULT_SHARED_BUFFERS_MB,
+    heapMb: options.threadHeapMb,
   });
-  const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) });
-  // One in-process connection: notifications arrive before the notifying statement's result, and are never lost.
-  // LISTEN and UNLISTEN go through the dialect's lock, so they never land inside another caller's transaction.
+  const dialect = new PGliteDialect(pglite);
+  const db = new Kysely<DB>({ dialect });
+  // One session: notifications arrive before the notifying statement's result, and are never lost.
+  // LISTEN and UNLISTEN take a turn as a transaction does, so they never land inside another caller's transaction.
   const listen = async (channel: string, listener: ChangeListener) => {
-    const unlisten = await db.connection().execute(() => pglite.listen(channel, (payload) => listener.onNotify(payload)));
+    const unlisten = await dialect.alone(() => pglite.listen(channel, (payload) => listener.onNotify(payload)));
     listener.onListening();
     return async () => {
-      if (!pglite.closed) await db.connection().execute(() => unlisten());
+      if (!pglite.closed) await dialect.alone(() => unlisten());
     };
   };
   return wrap(db, 'pglite', listen, pglite);
@@ -224,5 +227,5 @@ export async function openPGlite(options: { dataDir?: string; loadDataDir?: Blob
 /** A gzipped tarball of a PGlite data directory; openPGlite({ loadDataDir }) starts from it. */
 export async function dumpPGlite(database: Database): Promise<Blob> {
   if (!database.pglite) throw new Error('not a PGlite database');
-  return database.pglite.dumpDataDir('gzip');
+  return database.pglite.dump();
 }

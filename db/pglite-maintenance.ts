@@ -19,9 +19,9 @@ const FREEZE_MAX_AGE = 200_000_000;
  * A pass does what autovacuum would, with its default thresholds: any table, the catalogs included, whose oldest
  * unfrozen transaction is older than `freezeMaxAge` is vacuumed with FREEZE; a table of ours whose dead rows exceed
  * 50 + 20 % of its live ones is vacuumed and analysed; one changed by more than 50 + 10 % since it was last analysed
- * is analysed. One table at a time, worst first. Each is one statement, during which the database (and, with
- * PGlite, the event loop) is busy: its cost follows the table's size, a second or so for a table of a few hundred
- * megabytes. A server's own autovacuum does all this on PostgreSQL.
+ * is analysed. One table at a time, worst first. Each is one statement, during which the database is busy (PGlite
+ * runs in its own thread, so requests that need no database are still answered): its cost follows the table's size,
+ * a second or so for a table of a few hundred megabytes. A server's own autovacuum does all this on PostgreSQL.
  */
 export async function maintainLikeAutovacuum(db: Kysely<DB>, options: { freezeMaxAge?: number } = {}): Promise<TableMaintenance[]> {
   const freezeMaxAge = options.freezeMaxAge ?? FREEZE_MAX_AGE;

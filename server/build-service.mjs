@@ -16,6 +16,7 @@ const DEFAULT_BUILD_ROOT = join(ROOT, '.build');
 const ENTRIES = {
   'server/main.ts': 'main',
   'adapters/outbound/workers/document-worker.ts': 'document-worker',
+  'db/pglite-worker.ts': 'pglite-worker',
 };
 /** Builds no running service uses, kept beside the current one (the most recently started first). */
 const KEEP_OLD_BUILDS = 4;

@@ -52,7 +52,15 @@ describe('buildService (npm start)', () => {
     const [first, second] = await Promise.all([buildInChild(root), buildInChild(root)]);
     expect(first).toBe(second);
     const folder = fileURLToPath(new URL('.', first));
-    expect(readdirSync(folder).sort()).toEqual(['document-worker.mjs', 'document-worker.mjs.map', 'main.mjs', 'main.mjs.map', 'running']);
+    expect(readdirSync(folder).sort()).toEqual([
+      'document-worker.mjs',
+      'document-worker.mjs.map',
+      'main.mjs',
+      'main.mjs.map',
+      'pglite-worker.mjs',
+      'pglite-worker.mjs.map',
+      'running',
+    ]);
     expect(readdirSync(root).filter((name) => name.includes('.tmp-'))).toEqual([]);
   });
 
@@ -89,17 +97,20 @@ describe('buildService (npm start)', () => {
     expect(Date.now() - statSync(built).mtimeMs).toBeLessThan(60_000);
   });
 
-  it('points the document worker at its precompiled build, and every source-relative file at one that exists', async () => {
+  it('points the workers (documents, the embedded database) at their precompiled builds, and every source-relative file at one that exists', async () => {
     const main = await buildService();
     const code = readFileSync(main, 'utf8');
-    expect(code).toContain('new URL("./document-worker.mjs", import.meta.url)');
-    expect(code).not.toMatch(/document-worker\.ts/);
+    for (const worker of ['document-worker', 'pglite-worker']) {
+      expect(code).toContain(`new URL("./${worker}.mjs", import.meta.url)`);
+      expect(code).not.toMatch(new RegExp(`${worker}\\.ts`));
+      expect(existsSync(fileURLToPath(new URL(`./${worker}.mjs`, main))), worker).toBe(true);
+    }
     // Each source module's import.meta.url, rewritten relative to the bundle: the source file itself must be there.
     const sources = [...code.matchAll(/new URL\("(\.\.\/[^"]+)", import\.meta\.url\)\.href/g)].map((m) => m[1]!);
     expect(sources.length).toBeGreaterThan(5);
     for (const source of sources) expect(existsSync(fileURLToPath(new URL(source, main))), source).toBe(true);
     expect(sources).toContain('../../db/database.ts');
     // No module is left reading the bundle's own URL where it meant its source file's.
-    expect(code.match(/import\.meta\.url/g)!.length).toBe(sources.length + 1);
+    expect(code.match(/import\.meta\.url/g)!.length).toBe(sources.length + 2);
   });
 });

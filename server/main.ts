@@ -29,13 +29,20 @@ async function main() {
     const timer = setTimeout(() => process.exit(1), 10_000);
     timer.unref();
     app.close().then(
-      () => process.exit(0),
+      () => process.exit(process.exitCode ?? 0),
       (error: unknown) => {
         logger.error('shutdown failed', { reason: String(error) });
         process.exit(1);
       },
     );
   };
+  // A database that is gone for good leaves nothing to serve: stopping lets the supervisor start the service again,
+  // which re-opens the data directory (what was committed is there) and re-claims any job that was running.
+  void app.deps.database.stopped?.then((error) => {
+    logger.error('the database stopped; shutting down', { reason: error.message });
+    process.exitCode = 1;
+    shutdown('database stopped');
+  });
   process.once('SIGINT', () => shutdown('SIGINT'));
   process.once('SIGTERM', () => shutdown('SIGTERM'));
 }

@@ -41,7 +41,7 @@ export class WorkerTaskError extends Error {
 }
 
 export interface WorkerPoolOptions {
-  /** The worker's entry module (TypeScript: adapters/outbound/workers/load-typescript.mjs registers tsx first). */
+  /** The worker's entry module (TypeScript: db/load-typescript.mjs registers tsx first). */
   script: URL;
   size: number;
   deadlineMs: number;
@@ -102,7 +102,7 @@ const HEAP_WATCH_MS = 100;
 const HEAP_WATCH_SHARE = 0.85;
 
 /** Registers tsx in the worker when its script is TypeScript (not in the precompiled build), then loads `workerData.script`. */
-const BOOTSTRAP = new URL('./load-typescript.mjs', import.meta.url);
+const BOOTSTRAP = new URL('../../../db/load-typescript.mjs', import.meta.url);
 
 /**
  * Young generation: enough not to thrash the scavenger, small next to the old-generation limit. Parsing allocates
