@@ -8,13 +8,13 @@ import { Kysely, sql } from 'kysely';
 import { PostgresJSDialect } from 'kysely-postgres-js';
 import postgres from 'postgres';
 import { PGliteDialect } from './pglite-dialect.ts';
-import { startPGliteThread, type PGliteThread } from './pglite-thread.ts';
+import { startPGliteThread } from './pglite-thread.ts';
 import type { DB } from './types.ts';
 
 export interface Database {
   db: Kysely<DB>;
-  /** The embedded engine's thread, when kind is 'pglite' (for data-directory dumps). */
-  pglite?: PGliteThread;
+  /** The embedded database's data directory as a gzipped tarball (kind 'pglite' only), taken between transactions. */
+  dumpDataDir?(): Promise<Blob>;
   kind: 'pglite' | 'postgres';
   /** Round-trips to the database; throws when it is unreachable. */
   ping(): Promise<void>;
@@ -37,12 +37,11 @@ export interface ChangeListener {
   onLost(): void;
 }
 
-function wrap(db: Kysely<DB>, kind: Database['kind'], listen: Database['listen'], pglite?: PGliteThread): Database {
+function wrap(db: Kysely<DB>, kind: Database['kind'], listen: Database['listen'], embedded?: Pick<Database, 'stopped' | 'dumpDataDir'>): Database {
   return {
     db,
     kind,
-    pglite,
-    stopped: pglite?.stopped,
+    ...embedded,
     ping: async () => {
       await sql`select 1`.execute(db);
     },
@@ -221,11 +220,11 @@ export async function openPGlite(options: { dataDir?: string; loadDataDir?: Blob
       if (!pglite.closed) await dialect.alone(() => unlisten());
     };
   };
-  return wrap(db, 'pglite', listen, pglite);
+  return wrap(db, 'pglite', listen, { stopped: pglite.stopped, dumpDataDir: () => dialect.alone(() => pglite.dump()) });
 }
 
 /** A gzipped tarball of a PGlite data directory; openPGlite({ loadDataDir }) starts from it. */
 export async function dumpPGlite(database: Database): Promise<Blob> {
-  if (!database.pglite) throw new Error('not a PGlite database');
-  return database.pglite.dump();
+  if (!database.dumpDataDir) throw new Error('not a PGlite database');
+  return database.dumpDataDir();
 }

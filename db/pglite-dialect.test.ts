@@ -167,6 +167,14 @@ describe('PGlite dialect', () => {
     expect((await sql<{ id: number }>`select id from deferred`.execute(database.db)).rows).toEqual([{ id: 2 }]);
   });
 
+  it('turns a Buffer given for text into its text, as in process; refuses a value that cannot reach the thread, and goes on', async () => {
+    const { rows } = await sql<{ t: string }>`select ${Buffer.from('abc')}::text as t`.execute(database.db);
+    expect(rows).toEqual([{ t: 'abc' }]);
+    const uncloneable = { toJSON: () => 1 };
+    await expect(sql`select ${uncloneable}::jsonb`.execute(database.db)).rejects.toThrow(/could not be sent to the embedded database/);
+    expect((await sql<{ one: number }>`select 1 as one`.execute(database.db)).rows).toEqual([{ one: 1 }]);
+  });
+
   it('gives errors their SQLSTATE and fields, as PostgreSQL reported them', async () => {
     await sql`create table uniq (id int constraint uniq_pk primary key)`.execute(database.db);
     await sql`insert into uniq values (1)`.execute(database.db);

@@ -20,7 +20,9 @@ import type { PGliteThread } from './pglite-thread.ts';
  * transaction is posted at once, without waiting for the ones before it to be answered: the engine has the next one
  * queued when it finishes one, instead of idling for two thread hops each time. A transaction owns the session from
  * its BEGIN to its COMMIT or ROLLBACK: transactions take turns (first come, first served), and no other statement is
- * posted in between, so none lands inside another caller's transaction.
+ * posted in between, so none lands inside another caller's transaction. A `db.connection()` block outside a
+ * transaction is not exclusive (the driver cannot tell it from a single statement): session state belongs in a
+ * transaction (`set local`), as it would with a pool of connections.
  */
 export class PGliteDialect implements Dialect {
   private readonly turns = new Turns();

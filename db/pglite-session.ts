@@ -124,8 +124,11 @@ export class PGliteSession {
     if (value === null || value === undefined) return null;
     // Sent in the binary format, which for bytea is the bytes themselves.
     if (type === BYTEA && value instanceof Uint8Array) return value;
+    // Bytes arrive from the request thread as plain Uint8Arrays: as Buffers again, they make the text they made in
+    // process (String() of a Buffer is its UTF-8, of a Uint8Array its numbers).
+    const given = value instanceof Uint8Array && !Buffer.isBuffer(value) ? Buffer.from(value.buffer, value.byteOffset, value.byteLength) : value;
     const serializer = type === undefined ? undefined : this.pglite.serializers[type];
-    return serializer ? serializer(value) : String(value);
+    return serializer ? serializer(given) : String(given);
   }
 }
 

@@ -126,10 +126,16 @@ export async function startPGliteThread(options: PGliteThreadOptions): Promise<P
   function call<T>(request: RequestBody): Promise<T> {
     if (stopped) return Promise.reject(stopped);
     const id = ++nextId;
+    try {
+      // Parameters cross by structured clone: strings, numbers, booleans, bigints, Dates, Buffers, arrays and
+      // plain objects; a function (a toJSON of its own) cannot, and is refused here rather than lost.
+      worker.postMessage({ ...request, id });
+    } catch (error) {
+      return Promise.reject(new Error(`a value could not be sent to the embedded database: ${(error as Error).message}`, { cause: error }));
+    }
     if (pending.size === 0) worker.ref();
     return new Promise<T>((resolve, reject) => {
       pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
-      worker.postMessage({ ...request, id });
     });
   }
 

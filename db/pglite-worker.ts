@@ -69,10 +69,18 @@ async function serve(pglite: PGlite) {
     }
   }
 
+  const fail = (id: number, error: unknown) => port.postMessage({ id, ok: false, error: errorData(error) } satisfies ThreadReply);
   port.on('message', (request: ThreadRequest) => {
     answer(request).then(
-      ({ value, transfer }) => port.postMessage({ id: request.id, ok: true, value } satisfies ThreadReply, transfer ?? []),
-      (error: unknown) => port.postMessage({ id: request.id, ok: false, error: errorData(error) } satisfies ThreadReply),
+      ({ value, transfer }) => {
+        try {
+          port.postMessage({ id: request.id, ok: true, value } satisfies ThreadReply, transfer ?? []);
+        } catch (error) {
+          // A value the engine gave that cannot cross: that statement fails, the thread goes on.
+          fail(request.id, error);
+        }
+      },
+      (error: unknown) => fail(request.id, error),
     );
   });
 }

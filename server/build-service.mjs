@@ -1,6 +1,6 @@
-// The service precompiled for `npm start`: server/main.ts and the document worker bundled by esbuild into plain
-// JavaScript under .build/, so that neither the request thread nor a parsing worker loads tsx or compiles TypeScript
-// at run time. Measured on a fresh start: ~100 MB less on the request thread and ~60 MB less per parsing worker
+// The service precompiled for `npm start`: server/main.ts and its two workers (documents, the embedded database)
+// bundled by esbuild into plain JavaScript under .build/, so that no thread loads tsx or compiles TypeScript at run
+// time. Measured on a fresh start: ~100 MB less on the request thread and ~60 MB less per parsing worker
 // than under tsx. Tests and the benchmarks' in-process services keep running the sources through tsx and vitest.
 //
 // Plain JavaScript, because it runs before anything can load TypeScript.

@@ -53,8 +53,8 @@ describe('insertDocumentWithJob', () => {
       expect(await jobsOf(trx, again.documentId)).toEqual([]);
     }));
 
-  // Outside any transaction (on one pinned connection, foreign keys off for it): two statements, or one statement
-  // that is not all-or-nothing, would leave the document behind here.
+  // Outside any transaction (foreign keys off for the session meanwhile: nothing else uses this file's database):
+  // two statements, or one statement that is not all-or-nothing, would leave the document behind here.
   it('a job that cannot be written leaves no document behind', () =>
     testDatabase.database.db.connection().execute(async (conn) => {
       const taken = upload('b'.repeat(64));
