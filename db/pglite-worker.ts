@@ -12,10 +12,10 @@ import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
 import { btree_gist } from '@electric-sql/pglite/contrib/btree_gist';
 import { PGliteSession } from './pglite-session.ts';
-import type { PGliteThreadOptions, ThreadReply, ThreadRequest } from './pglite-thread.ts';
+import type { EngineArtifacts, PGliteThreadOptions, ThreadReply, ThreadRequest } from './pglite-thread.ts';
 
 const port = parentPort!;
-const { options } = workerData as { options: PGliteThreadOptions };
+const { options, artifacts } = workerData as { options: PGliteThreadOptions; artifacts: EngineArtifacts };
 
 /** The fields of a database error the request thread reads (SQLSTATE, constraint, detail...), as plain data. */
 function errorData(error: unknown) {
@@ -29,6 +29,9 @@ function errorData(error: unknown) {
 
 async function open(): Promise<PGlite> {
   return PGlite.create({
+    pgliteWasmModule: artifacts.pgliteWasmModule,
+    initdbWasmModule: artifacts.initdbWasmModule,
+    fsBundle: new Blob([artifacts.fsBundle]),
     dataDir: options.dataDir,
     loadDataDir: options.loadDataDir ? new Blob([options.loadDataDir]) : undefined,
     // pgvector stays loaded for data directories whose earlier migrations created the extension (0002); nothing
