@@ -3,3 +3,9 @@ export const isUniqueViolation = (error: unknown) => (error as { code?: string }
 
 /** Postgres exclusion-constraint violation (SQLSTATE 23P01): two rows the constraint says may not coexist. */
 export const isExclusionViolation = (error: unknown) => (error as { code?: string } | null)?.code === '23P01';
+
+/** Postgres foreign-key violation (SQLSTATE 23503), of `constraint` when given. */
+export const isForeignKeyViolation = (error: unknown, constraint?: string) => {
+  const fields = error as { code?: string; constraint?: string; constraint_name?: string } | null;
+  return fields?.code === '23503' && (constraint === undefined || (fields.constraint ?? fields.constraint_name) === constraint);
+};

@@ -126,7 +126,8 @@ export async function startApp(config: Config, options: { database?: Database; l
     sessions: createSessionManager(database.db, config.SESSION_TTL_DAYS, sessionCache),
     sessionCache,
     errorReporter: createErrorReporter({ logger, http, sentryDsn: config.SENTRY_DSN }),
-    blobs: createDirectoryBlobStore(join(config.DATA_DIR, 'blobs')),
+    // Uploads are flushed to the disk as the database's commits are: PostgreSQL's are, the embedded database's are not.
+    blobs: createDirectoryBlobStore(join(config.DATA_DIR, 'blobs'), { flushToDisk: database.kind === 'postgres' }),
     jobs: createJobQueue({ db: database.db, logger }),
     webhookJobs: createJobQueue({ db: database.db, logger }),
     mailJobs: createJobQueue({ db: database.db, logger }),

@@ -7,13 +7,39 @@ import { uploadedFileSchema } from '../../schema/uploads.ts';
 import { ownerProcedure, router } from '../trpc.ts';
 import { sniffDocumentKind } from '../../adapters/outbound/parsers/sniff.ts';
 import * as repo from './repository.ts';
-import { ownedConfigId } from './configs-router.ts';
+import { configNotFound, ownedConfigId } from './configs-router.ts';
 import { documentFairKey, INGEST_JOB, type IngestPayload } from './jobs.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import type { AppDeps } from '../context.ts';
+import { isForeignKeyViolation } from '../../db/errors.ts';
 
 const tags = ['Knowledge base'];
 const documentNotFound = () => new AppError('NOT_FOUND', 'Document not found');
+
+/**
+ * Configurations an upload has found its caller owns, per database (so per service instance), to spare every
+ * upload of a bulk load the look-up statement. Safe to keep without invalidation: a configuration never changes
+ * owner, and one deleted since is caught by the document insert's foreign key, which forgets it and answers 404.
+ * The ownership check still comes before anything is written for a configuration not yet seen.
+ */
+const verifiedUploadTargets = new WeakMap<object, Set<string>>();
+const MAX_VERIFIED_UPLOAD_TARGETS = 10_000;
+
+async function uploadTarget(deps: Pick<AppDeps, 'database'>, ownerId: string, configId: string): Promise<{ configId: string; forget(): void }> {
+  let verified = verifiedUploadTargets.get(deps.database);
+  if (!verified) {
+    verified = new Set();
+    verifiedUploadTargets.set(deps.database, verified);
+  }
+  const key = `${ownerId}/${configId}`;
+  const known = verified;
+  const forget = () => known.delete(key);
+  if (verified.has(key)) return { configId, forget };
+  const owned = await ownedConfigId(deps, ownerId, configId);
+  if (verified.size >= MAX_VERIFIED_UPLOAD_TARGETS) verified.clear();
+  verified.add(key);
+  return { configId: owned, forget };
+}
 
 export const kbDocumentsRouter = router({
   list: ownerProcedure
@@ -67,7 +93,8 @@ export const kbDocumentsRouter = router({
     .mutation(async ({ ctx, input }) => {
       const { deps } = ctx;
       const db = deps.database.db;
-      const configId = await ownedConfigId(deps, ctx.owner.id, input.configId);
+      const target = await uploadTarget(deps, ctx.owner.id, input.configId);
+      const configId = target.configId;
       const sniffed = sniffDocumentKind(input.file.bytes, input.file.fileName);
       if (!sniffed.ok) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported file', `file: ${sniffed.reason}`);
       const contentHash = createHash('sha256').update(input.file.bytes).digest('hex');
@@ -101,7 +128,11 @@ export const kbDocumentsRouter = router({
         );
       } catch (error) {
         await deps.blobs.delete(blobKey);
-        throw error;
+        if (!isForeignKeyViolation(error, 'kb_documents_config_id_fkey')) throw error;
+        // Deleted since this instance saw it (or during this upload): this put made its folder again.
+        target.forget();
+        await deps.blobs.deletePrefix(configId);
+        throw configNotFound();
       }
       if (row) {
         deps.jobs.notify();

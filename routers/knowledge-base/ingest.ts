@@ -226,7 +226,8 @@ async function embedAndWrite(deps: IngestDeps, config: KbConfigRow, group: Prepa
   const ids = group.map((p) => p.doc.id);
   let vectors: Float32Array[];
   try {
-    await setDocumentsStage(db, ids, 'embedding');
+    // The local model's vectors were made with the parsing: such a group has no embedding stage to show.
+    if (group.some((p) => !p.vectors)) await setDocumentsStage(db, ids, 'embedding');
     const embedder = documentEmbedderFor(deps, config);
     const texts = group.flatMap((p) => (p.vectors ? [] : p.chunks.map((c) => c.text)));
     vectors = [];

@@ -401,6 +401,13 @@ describe('deleting', () => {
     expect(jobs.filter((j) => JSON.stringify(j.payload).includes(scratch))).toEqual([]);
     expect(existsSync(join(app.deps.config.DATA_DIR, 'blobs', scratch))).toBe(false);
     expect((await app.request('GET', `/api/v1/knowledge-base/configs/${scratch}`, { token: a.token })).status).toBe(404);
+    // This instance had seen the configuration as its caller's (uploads skip the look-up then): the insert's
+    // foreign key answers the same 404, and the folder the put made again is removed.
+    const late = await upload(a.token, scratch, 'late.txt', Buffer.from('uploaded after the deletion'));
+    expect(late.status).toBe(404);
+    expect(late.body.error.message).toBe('Knowledge base configuration not found');
+    expect(existsSync(join(app.deps.config.DATA_DIR, 'blobs', scratch))).toBe(false);
+    expect(await db.selectFrom('kb_documents').select('id').where('config_id', '=', scratch).execute()).toEqual([]);
   });
 });
 

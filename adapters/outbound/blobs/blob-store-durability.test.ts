@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -198,5 +198,16 @@ describe('directory blob store: what is on disk when a put resolves', () => {
     release();
     await Promise.all(puts);
     expect(acked).toHaveLength(2);
+  });
+
+  it('without flushToDisk (a database that does not flush its commits), writes the file and its folders and flushes nothing', async () => {
+    const root = join(base, 'unflushed', 'root');
+    const store = createDirectoryBlobStore(root, { flushToDisk: false });
+    const keys = [await store.put(prefix, new Uint8Array([1, 2, 3])), await store.put(prefix, new Uint8Array([4]))];
+    expect(events).toEqual([]);
+    expect(flushStarts).toEqual([]);
+    expect(readFileSync(join(root, keys[0]!))).toEqual(Buffer.from([1, 2, 3]));
+    expect(await store.get(keys[1]!)).toEqual(Buffer.from([4]));
+    expect(filesClosed).toBe(2);
   });
 });

@@ -28,7 +28,18 @@ export interface BlobStore {
 
 const SAFE_SEGMENT = /^[A-Za-z0-9-]{1,64}$/;
 
-export function createDirectoryBlobStore(root: string): BlobStore {
+export interface DirectoryBlobStoreOptions {
+  /**
+   * Flush each new file and its folder entry to the disk before a put resolves (default). Off only where the
+   * database that will name the file does not flush its own commits either (the embedded database): the row could
+   * not outlive a power loss, so its file need not, and on a process crash both are in the operating system's
+   * cache. Flushing there cost an upload four thread-pool calls and a disk flush for no guarantee.
+   */
+  flushToDisk?: boolean;
+}
+
+export function createDirectoryBlobStore(root: string, options: DirectoryBlobStoreOptions = {}): BlobStore {
+  const flushToDisk = options.flushToDisk ?? true;
   const pathOf = (key: string) => {
     const segments = key.split('/');
     if (segments.length !== 2 || !segments.every((s) => SAFE_SEGMENT.test(s))) throw new Error('invalid blob key');
@@ -56,22 +67,22 @@ export function createDirectoryBlobStore(root: string): BlobStore {
     const making = ensureFolder(folder);
     await making;
     try {
-      await writeDurably(path, bytes);
+      await writeNewFile(path, bytes, flushToDisk);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
       // Only the making this put relied on is dropped: another put may already be making the folder again (and
       // flushing its entry), which this one must wait for rather than replace with a making that finds it there.
       if (folders.get(folder) === making) folders.delete(folder);
       await ensureFolder(folder);
-      await writeDurably(path, bytes);
+      await writeNewFile(path, bytes, flushToDisk);
     }
     // The new name is durable once its folder is: without this a power loss could drop the entry of a file
     // whose upload was already acknowledged.
-    await flushFolder(folder);
+    if (flushToDisk) await flushFolder(folder);
   };
   const makeFolder = async (folder: string) => {
     const firstMade = await mkdir(folder, { recursive: true });
-    if (firstMade === undefined) return;
+    if (firstMade === undefined || !flushToDisk) return;
     // Each folder made needs its entry flushed in its parent, from the first one made down to `folder`.
     const parents: string[] = [];
     for (let made = folder; made !== firstMade && made !== dirname(made); made = dirname(made)) parents.unshift(dirname(made));
@@ -105,12 +116,12 @@ export function createDirectoryBlobStore(root: string): BlobStore {
   };
 }
 
-/** A new file (`wx`: never one that exists) with its bytes flushed to the disk before it resolves. */
-async function writeDurably(path: string, bytes: Uint8Array) {
+/** A new file (`wx`: never one that exists), with its bytes flushed to the disk before it resolves when `flush`. */
+async function writeNewFile(path: string, bytes: Uint8Array, flush: boolean) {
   const fd = await openFile(path, 'wx');
   try {
     await writeAll(fd, bytes);
-    await flushData(fd);
+    if (flush) await flushData(fd);
   } finally {
     await closeFile(fd);
   }
