@@ -149,7 +149,8 @@ export interface KbDocumentsTable {
   kind: 'pdf' | 'docx' | 'txt' | 'md';
   size_bytes: ColumnType<number, number, number>;
   content_hash: string;
-  blob_key: string;
+  /** The uploaded file in the blob store, or null when its bytes are in kb_document_contents. */
+  blob_key: string | null;
   status: DocumentStatus;
   stage: DocumentStage;
   error: string | null;
@@ -157,6 +158,12 @@ export interface KbDocumentsTable {
   chunk_count: Generated<number>;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
+}
+
+/** A small document's uploaded bytes (see migration 0023). */
+export interface KbDocumentContentsTable {
+  document_id: string;
+  bytes: Buffer;
 }
 
 export interface KbChunksTable {
@@ -556,6 +563,7 @@ export interface DB {
   jobs: JobsTable;
   kb_configs: KbConfigsTable;
   kb_documents: KbDocumentsTable;
+  kb_document_contents: KbDocumentContentsTable;
   kb_chunks: KbChunksTable;
   kb_vectors: KbVectorsTable;
   owners: OwnersTable;

@@ -24,6 +24,11 @@ const documentNotFound = () => new AppError('NOT_FOUND', 'Document not found');
  */
 const verifiedUploadTargets = new WeakMap<object, Set<string>>();
 const MAX_VERIFIED_UPLOAD_TARGETS = 10_000;
+/**
+ * Files up to this size are kept in the database rather than the blob store: most text and Markdown documents,
+ * few PDFs. Writing and reading a file costs thread-pool hand-overs whatever its size, a row only its bytes.
+ */
+export const INLINE_CONTENT_MAX_BYTES = 64 * 1024;
 
 async function uploadTarget(deps: Pick<AppDeps, 'database'>, ownerId: string, configId: string): Promise<{ configId: string; forget(): void }> {
   let verified = verifiedUploadTargets.get(deps.database);
@@ -99,8 +104,13 @@ export const kbDocumentsRouter = router({
       if (!sniffed.ok) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported file', `file: ${sniffed.reason}`);
       const contentHash = createHash('sha256').update(input.file.bytes).digest('hex');
       // The insert itself finds a duplicate (ON CONFLICT on the content hash): a new document costs no
-      // look-up first, and a duplicate, the rarer case, stores its bytes once in vain.
-      const blobKey = await deps.blobs.put(configId, input.file.bytes);
+      // look-up first, and a duplicate, the rarer case, stores its bytes once in vain. A small file's bytes go in
+      // the insert itself (kb_document_contents), a larger one's to the blob store first.
+      const inline = input.file.bytes.byteLength <= INLINE_CONTENT_MAX_BYTES;
+      const blobKey = inline ? null : await deps.blobs.put(configId, input.file.bytes);
+      const freeBlob = async () => {
+        if (blobKey) await deps.blobs.delete(blobKey);
+      };
       const documentId = randomUUID();
       let row: repo.KbDocumentRow | undefined;
       try {
@@ -125,20 +135,21 @@ export const kbDocumentsRouter = router({
             dedupeKey: `ingest:${documentId}`,
             fairKey: documentFairKey(ctx.owner.id),
           },
+          inline ? input.file.bytes : undefined,
         );
       } catch (error) {
-        await deps.blobs.delete(blobKey);
+        await freeBlob();
         if (!isForeignKeyViolation(error, 'kb_documents_config_id_fkey')) throw error;
-        // Deleted since this instance saw it (or during this upload): this put made its folder again.
+        // Deleted since this instance saw it (or during this upload): a put may have made its folder again.
         target.forget();
-        await deps.blobs.deletePrefix(configId);
+        if (blobKey) await deps.blobs.deletePrefix(configId);
         throw configNotFound();
       }
       if (row) {
         deps.jobs.notify();
         return { document: repo.toKbDocument(row), duplicate: false };
       }
-      await deps.blobs.delete(blobKey);
+      await freeBlob();
       const existing = await repo.findDocumentByHash(db, configId, contentHash);
       // Deleted between the insert and this look-up: as if it had never been there, the caller may upload again.
       if (!existing) throw new AppError('CONFLICT', 'The document was deleted while it was uploaded again; upload it once more');
@@ -210,6 +221,7 @@ async function deleteDocuments(deps: Pick<AppDeps, 'database' | 'webhookJobs' | 
     },
     (rows) => rows.map((r) => webhookEvent(ownerId, 'document.deleted', { id: r.id, configId: r.config_id })),
   );
-  await Promise.all(removed.map((r) => deps.blobs.delete(r.blob_key)));
+  // Bytes kept in the database went with their rows (cascade).
+  await Promise.all(removed.map((r) => (r.blob_key ? deps.blobs.delete(r.blob_key) : undefined)));
   return removed.length;
 }

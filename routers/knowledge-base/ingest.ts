@@ -13,6 +13,7 @@ import {
   completeDocuments,
   failProcessingDocument,
   findConfigById,
+  findDocumentContents,
   findDocumentsByIds,
   lockProcessingDocuments,
   lockServingVersion,
@@ -99,12 +100,26 @@ export async function ingestDocuments(deps: IngestDeps, jobs: Array<Job<IngestPa
     seen.add(doc.id);
     byConfig.set(doc.config_id, [...(byConfig.get(doc.config_id) ?? []), { job, doc }]);
   }
+  const contents = await findDocumentContents(
+    db,
+    [...byConfig.values()].flatMap((items) => items.filter((i) => !i.doc.blob_key).map((i) => i.doc.id)),
+  );
   for (const [configId, items] of byConfig) {
     const config = await findConfigById(db, configId);
     if (!config) continue;
-    await ingestForConfig(deps, config, items, ctx, failures);
+    await ingestForConfig(deps, config, items, ctx, failures, contents);
   }
   return failures;
+}
+
+/** A document's uploaded bytes: from the blob store, or read with its batch from the database (blob_key null). */
+async function documentBytes(deps: IngestDeps, doc: KbDocumentRow, contents: Map<string, Buffer>): Promise<Buffer> {
+  if (doc.blob_key) return deps.blobs.get(doc.blob_key);
+  const bytes = contents.get(doc.id);
+  contents.delete(doc.id);
+  // Only a deletion between the batch's reads removes the row; the document is no longer processing then.
+  if (!bytes) throw new Error('the uploaded file is no longer stored');
+  return bytes;
 }
 
 /** One job's failure, as a single document's ingestion has always ended: failed for good, or retried. */
@@ -128,6 +143,7 @@ async function ingestForConfig(
   items: Array<{ job: Job<IngestPayload>; doc: KbDocumentRow }>,
   ctx: JobContext,
   failures: Map<string, unknown>,
+  contents: Map<string, Buffer>,
 ) {
   const db = deps.database.db;
   await setDocumentsStage(
@@ -143,7 +159,7 @@ async function ingestForConfig(
     groupChunks = 0;
     if (ready.length > 0) await embedAndWrite(deps, config, ready, ctx, failures);
   };
-  const ahead = createReadAhead(items, (item) => prepare(deps, config, item.job, item.doc, ctx));
+  const ahead = createReadAhead(items, (item) => prepare(deps, config, item.job, item.doc, ctx, contents));
   for (;;) {
     // The pool parses while this thread writes: a group already worth a transaction is written as soon as the next
     // document is not parsed yet, instead of after the batch's last extraction (the two used to take turns).
@@ -203,8 +219,15 @@ export function createReadAhead<T extends { doc: Pick<KbDocumentRow, 'size_bytes
   };
 }
 
-async function prepare(deps: IngestDeps, config: KbConfigRow, job: Job<IngestPayload>, doc: KbDocumentRow, ctx: JobContext): Promise<Prepared> {
-  const bytes = await deps.blobs.get(doc.blob_key);
+async function prepare(
+  deps: IngestDeps,
+  config: KbConfigRow,
+  job: Job<IngestPayload>,
+  doc: KbDocumentRow,
+  ctx: JobContext,
+  contents: Map<string, Buffer>,
+): Promise<Prepared> {
+  const bytes = await documentBytes(deps, doc, contents);
   // The local model's vectors are made in the worker that parsed the document, right after parsing (as
   // documentEmbedderFor would make them there, one task later); a provider's are fetched for the whole group.
   const settings = config.serving_embedding;

@@ -167,12 +167,14 @@ export async function countServingVectors(db: Db, ownerId: string): Promise<Map<
  * A new document and the job that ingests it, in one statement (atomic without a transaction: a document never
  * exists without its job). Undefined when the knowledge base already holds this content (no job then either).
  */
-export const insertDocumentWithJob = (
+export function insertDocumentWithJob(
   db: Db,
   values: InsertObject<DB, 'kb_documents'>,
   job: Pick<NewJob, 'id' | 'kind' | 'payload' | 'dedupeKey' | 'fairKey'>,
-) =>
-  db
+  /** The file's bytes, kept in kb_document_contents (values.blob_key null), or undefined when in the blob store. */
+  content?: Uint8Array,
+) {
+  const inserts = db
     .with('new_document', (qc) =>
       qc
         .insertInto('kb_documents')
@@ -180,10 +182,27 @@ export const insertDocumentWithJob = (
         .onConflict((oc) => oc.columns(['config_id', 'content_hash']).doNothing())
         .returningAll(),
     )
-    .with('new_job', (qc) => jobInsertAfter(qc, job, 'new_document'))
+    .with('new_job', (qc) => jobInsertAfter(qc, job, 'new_document'));
+  if (!content) return inserts.selectFrom('new_document').selectAll().executeTakeFirst();
+  const bytes = Buffer.from(content.buffer, content.byteOffset, content.byteLength);
+  return inserts
+    .with('new_content', (qc) =>
+      qc
+        .insertInto('kb_document_contents')
+        .columns(['document_id', 'bytes'])
+        .expression((eb) => eb.selectFrom('new_document').select(['new_document.id', sql<Buffer>`${bytes}::bytea`.as('bytes')])),
+    )
     .selectFrom('new_document')
     .selectAll()
     .executeTakeFirst();
+}
+
+/** The bytes kept in the database of these documents (those whose blob_key is null), by document id. */
+export async function findDocumentContents(db: Db, ids: string[]): Promise<Map<string, Buffer>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db.selectFrom('kb_document_contents').select(['document_id', 'bytes']).where('document_id', 'in', ids).execute();
+  return new Map(rows.map((r) => [r.document_id, r.bytes]));
+}
 
 /** A failed document uploaded again goes back to processing; undefined when it is no longer failed. */
 export const retryFailedDocument = (db: Db, id: string, fileName: string) =>

@@ -1,8 +1,9 @@
-import { readdirSync, existsSync } from 'node:fs';
+import { readdirSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestResponse } from '../helpers/test-app.ts';
 import { makeDocx, makeImageOnlyPdf, makePdf } from '../helpers/documents.ts';
+import { INLINE_CONTENT_MAX_BYTES } from '../../routers/knowledge-base/documents-router.ts';
 
 let app: TestApp;
 let a: { token: string; ownerId: string };
@@ -219,8 +220,62 @@ describe('documents: upload, processing, failures', () => {
     const failed = docs.find((d) => d.fileName === 'scan.pdf')!;
     expect(failed).toMatchObject({ status: 'failed', stage: 'failed' });
     expect(failed.error).toMatch(/no text layer/i);
-    const leftovers = readdirSync(join(app.deps.config.DATA_DIR, 'blobs', configId)).filter((f) => f.endsWith('.partial'));
-    expect(leftovers).toEqual([]);
+    // The refused uploads stored nothing: every file in the blob store and every content row is a document's.
+    const db = app.deps.database.db;
+    const rows = await db.selectFrom('kb_documents').select(['id', 'blob_key']).where('config_id', '=', configId).execute();
+    const folder = join(app.deps.config.DATA_DIR, 'blobs', configId);
+    expect((existsSync(folder) ? readdirSync(folder) : []).sort()).toEqual(rows.flatMap((r) => (r.blob_key ? [r.blob_key.split('/')[1]] : [])).sort());
+    const contents = await db
+      .selectFrom('kb_document_contents')
+      .select('document_id')
+      .where(
+        'document_id',
+        'in',
+        rows.map((r) => r.id),
+      )
+      .execute();
+    expect(contents.map((c) => c.document_id).sort()).toEqual(
+      rows
+        .filter((r) => !r.blob_key)
+        .map((r) => r.id)
+        .sort(),
+    );
+  });
+
+  it('keeps a small file in the database and a larger one in the blob store; both are processed, both go with their document', async () => {
+    const res = await app.request('POST', '/api/v1/knowledge-base/configs', { token: a.token, body: { name: 'Where bytes live' } });
+    const config = res.body.data.config.id as string;
+    const small = Buffer.from('Small notes about the lighthouse keeper and his lamp.\n');
+    const paragraph = 'The harbour master logs every vessel, its cargo and its crew before the tide turns. ';
+    const large = Buffer.from(`# Harbour log\n\n${paragraph.repeat(Math.ceil(70_000 / paragraph.length))}`);
+    expect(small.length).toBeLessThanOrEqual(INLINE_CONTENT_MAX_BYTES);
+    expect(large.length).toBeGreaterThan(INLINE_CONTENT_MAX_BYTES);
+    const smallId = (await upload(a.token, config, 'small.txt', small)).body.data.document.id as string;
+    const largeId = (await upload(a.token, config, 'large.md', large)).body.data.document.id as string;
+    const docs = await waitForDocuments(a.token, config);
+    expect(docs.map((d) => [d.fileName, d.status])).toEqual(
+      expect.arrayContaining([
+        ['small.txt', 'completed'],
+        ['large.md', 'completed'],
+      ]),
+    );
+    expect(docs.every((d) => d.chunkCount > 0)).toBe(true);
+
+    const db = app.deps.database.db;
+    const row = (id: string) => db.selectFrom('kb_documents').select('blob_key').where('id', '=', id).executeTakeFirstOrThrow();
+    const content = (id: string) => db.selectFrom('kb_document_contents').select('bytes').where('document_id', '=', id).executeTakeFirst();
+    expect((await row(smallId)).blob_key).toBeNull();
+    expect((await content(smallId))?.bytes).toEqual(small);
+    const largeKey = (await row(largeId)).blob_key!;
+    expect(readFileSync(join(app.deps.config.DATA_DIR, 'blobs', largeKey))).toEqual(large);
+    expect(await content(largeId)).toBeUndefined();
+    const answer = await app.request('POST', '/api/v1/knowledge-base/query', { token: a.token, body: { configId: config, query: 'lighthouse keeper lamp' } });
+    expect(answer.status).toBe(200);
+    expect(answer.body.data.sources.map((s: { metadata: { fileName: string } }) => s.metadata.fileName)).toContain('small.txt');
+
+    for (const id of [smallId, largeId]) expect((await app.request('DELETE', `/api/v1/knowledge-base/documents/${id}`, { token: a.token })).status).toBe(200);
+    expect(await content(smallId)).toBeUndefined();
+    expect(existsSync(join(app.deps.config.DATA_DIR, 'blobs', largeKey))).toBe(false);
   });
 
   it('uploads are owner-scoped and anonymous uploads are refused before the body is read', async () => {

@@ -88,7 +88,9 @@ describe('statuses the service answers are listed', () => {
 
   it('an upload answers 409 when the same content is deleted while it is uploaded again', async () => {
     const configId = (await app.request('POST', '/api/v1/knowledge-base/configs', { token: owner.token, body: { name: 'uploads' } })).body.data.config.id;
-    const file = { fileName: 'same.txt', contentType: 'text/plain', bytes: Buffer.from(`The same content ${randomUUID()}.`), fields: { configId } };
+    // Larger than what is kept in the database, so that its bytes go to the blob store and are freed there.
+    const text = `The same content ${randomUUID()}. `;
+    const file = { fileName: 'same.txt', contentType: 'text/plain', bytes: Buffer.from(text.repeat(Math.ceil(70_000 / text.length))), fields: { configId } };
     const first = await app.upload('/api/v1/knowledge-base/documents', { token: owner.token, ...file });
     expect(first.status, first.text).toBe(201);
     // The second upload finds the first by its content, frees its own copy of the bytes, then reads the first: a
