@@ -14,8 +14,11 @@ export async function up(db: Kysely<any>) {
   await sql`alter table kb_documents alter column blob_key drop not null`.execute(db);
 }
 
+/** Refuses while any document keeps its bytes here: the older code could not read them, and they have no file. */
 export async function down(db: Kysely<any>) {
-  await sql`delete from kb_documents where blob_key is null`.execute(db);
+  const { rows } = await sql<{ n: number }>`select count(*)::int as n from kb_documents where blob_key is null`.execute(db);
+  const inline = Number(rows[0]?.n ?? 0);
+  if (inline > 0) throw new Error(`cannot roll back: ${inline} documents keep their uploaded bytes in the database (delete them first)`);
   await sql`alter table kb_documents alter column blob_key set not null`.execute(db);
   await sql`drop table kb_document_contents`.execute(db);
 }

@@ -21,6 +21,9 @@ async function waitForDocuments(token: string, config: string, timeoutMs = 30_00
   }
 }
 
+/** A text file just over what is kept in the database, so that it goes to the blob store. */
+const largerThanInline = (sentence: string) => Buffer.from(sentence.repeat(Math.ceil((INLINE_CONTENT_MAX_BYTES + 1) / sentence.length)));
+
 const upload = (token: string, config: string, fileName: string, bytes: Buffer, contentType = 'application/octet-stream') =>
   app.upload('/api/v1/knowledge-base/documents', { token, fileName, bytes, contentType, fields: { configId: config } });
 
@@ -424,6 +427,10 @@ describe('deleting', () => {
     const ids: string[] = [];
     for (const text of ['alpha one', 'beta two', 'gamma three'])
       ids.push((await upload(a.token, scratch, `${text}.txt`, Buffer.from(`${text} content here`))).body.data.document.id);
+    // One file large enough for the blob store, so that the configuration has a folder for its deletion to remove.
+    const filed = await upload(a.token, scratch, 'filed.txt', largerThanInline('A filed record of the delta survey. '));
+    expect(filed.status).toBe(201);
+    expect(existsSync(join(app.deps.config.DATA_DIR, 'blobs', scratch))).toBe(true);
     await waitForDocuments(a.token, scratch);
 
     expect((await app.request('DELETE', `/api/v1/knowledge-base/documents/${ids[0]}`, { token: b.token })).status).toBe(404);
@@ -458,7 +465,7 @@ describe('deleting', () => {
     expect((await app.request('GET', `/api/v1/knowledge-base/configs/${scratch}`, { token: a.token })).status).toBe(404);
     // This instance had seen the configuration as its caller's (uploads skip the look-up then): the insert's
     // foreign key answers the same 404, and the folder the put made again is removed.
-    const late = await upload(a.token, scratch, 'late.txt', Buffer.from('uploaded after the deletion'));
+    const late = await upload(a.token, scratch, 'late.txt', largerThanInline('Uploaded after the deletion. '));
     expect(late.status).toBe(404);
     expect(late.body.error.message).toBe('Knowledge base configuration not found');
     expect(existsSync(join(app.deps.config.DATA_DIR, 'blobs', scratch))).toBe(false);
