@@ -79,8 +79,12 @@ export const configSchema = z.object({
   LEXICAL_INDEX_MAX_POSTINGS: z.coerce.number().int().min(0).max(100_000_000).default(4_000_000),
   /** Memory for vectors held for similarity search across all knowledge bases of an instance (MB); 0 holds none (every query scans the stored vectors). */
   VECTOR_INDEX_MAX_MB: z.coerce.number().int().min(0).max(65_536).default(256),
-  /** Background workers (document processing, re-embedding) per instance; 0 runs none (API-only instance). */
-  JOB_CONCURRENCY: z.coerce.number().int().min(0).max(32).default(2),
+  /**
+   * Background workers (document processing, re-embedding) per instance; 0 runs none (API-only instance). They
+   * mostly wait, on the database and on the parsing pool (PARSER_WORKERS bounds the CPU they use), so 4 on two
+   * cores keep both busy where 2 left them waiting in turn.
+   */
+  JOB_CONCURRENCY: z.coerce.number().int().min(0).max(32).default(4),
   /** Concurrent webhook deliveries per instance (their own workers, so a slow receiver never holds up documents); 0 runs none. */
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(0).max(64).default(8),
   /**

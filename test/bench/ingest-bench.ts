@@ -37,7 +37,7 @@
  *   BENCH_MAX_FILES            at most this many PDFs, default 40 (1..500)
  *   BENCH_MAX_PAGES            at most this many pages in all, default 2000 (10..100000)
  *   BENCH_UPLOAD_CONCURRENCY   uploads in flight, default 4 (1..64)
- *   BENCH_JOB_CONCURRENCY      the service's JOB_CONCURRENCY, default 2 (1..32)
+ *   BENCH_JOB_CONCURRENCY      the service's JOB_CONCURRENCY, default 4 (its own default; 1..32)
  *   BENCH_TIMEOUT_S            hard bound on the whole run, default 600 (30..3600): then it cleans up and exits 1
  *   BENCH_GENERATE=1           use generated PDFs even when real ones are found
  *   DATABASE_URL               optional postgres:// URL of a server on which a scratch database is created and dropped
@@ -77,7 +77,7 @@ const DEFAULT_DIR = '/usr/share/doc';
 const MAX_FILES = intEnv('BENCH_MAX_FILES', 40, 1, 500);
 const MAX_PAGES = intEnv('BENCH_MAX_PAGES', 2000, 10, 100_000);
 const UPLOAD_CONCURRENCY = intEnv('BENCH_UPLOAD_CONCURRENCY', 4, 1, 64);
-const JOB_CONCURRENCY = intEnv('BENCH_JOB_CONCURRENCY', 2, 1, 32);
+const JOB_CONCURRENCY = intEnv('BENCH_JOB_CONCURRENCY', 4, 1, 32);
 const TIMEOUT_S = intEnv('BENCH_TIMEOUT_S', 600, 30, 3600);
 const FORCE_GENERATE = boolEnv('BENCH_GENERATE');
 const RSS_SAMPLE_MS = 50;

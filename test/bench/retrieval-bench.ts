@@ -33,7 +33,7 @@
  *   BENCH_CORPUS_LIMIT         0 = whole corpus (default); N = the judged documents plus the first N others
  *                              (a quick smoke run: figures are then not comparable to published ones)
  *   BENCH_UPLOAD_CONCURRENCY   uploads in flight, default 8 (1..64)
- *   BENCH_JOB_CONCURRENCY      the service's JOB_CONCURRENCY, default 2 (1..32)
+ *   BENCH_JOB_CONCURRENCY      the service's JOB_CONCURRENCY, default 4 (its own default; 1..32)
  *   BENCH_TIMEOUT_S            hard bound on the whole run, default 900 (60..3600): then it cleans up and exits 1
  *   BENCH_INGEST_ONLY=1        stop after the ingestion figure (no quality or latency): to iterate on ingestion
  *   BENCH_SWEEP=1              also fuse the lexical and vector candidate lists in memory over a grid of
@@ -80,7 +80,7 @@ import { forkUploadClient, type UploadClient } from './upload-client.ts';
 const SCIFACT_DIR = process.env.BENCH_SCIFACT_DIR || join(fileURLToPath(new URL('../../', import.meta.url)), '..', 'shared', 'datasets', 'scifact');
 const CORPUS_LIMIT = intEnv('BENCH_CORPUS_LIMIT', 0, 0, 1_000_000);
 const UPLOAD_CONCURRENCY = intEnv('BENCH_UPLOAD_CONCURRENCY', 8, 1, 64);
-const JOB_CONCURRENCY = intEnv('BENCH_JOB_CONCURRENCY', 2, 1, 32);
+const JOB_CONCURRENCY = intEnv('BENCH_JOB_CONCURRENCY', 4, 1, 32);
 const TIMEOUT_S = intEnv('BENCH_TIMEOUT_S', 900, 60, 3600);
 const SWEEP = boolEnv('BENCH_SWEEP');
 const INGEST_ONLY = boolEnv('BENCH_INGEST_ONLY');

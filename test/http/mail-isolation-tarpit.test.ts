@@ -130,7 +130,7 @@ describe('mail on its own workers', () => {
   it("a booking's mails stuck in a tarpit do not delay another owner's document", async () => {
     const tarpit = await startTarpit();
     cleanup.push(() => tarpit.close());
-    // The default worker counts (JOB_CONCURRENCY 2, MAIL_CONCURRENCY 2) and the default 60 s send deadline.
+    // The default worker counts (JOB_CONCURRENCY 4, MAIL_CONCURRENCY 2) and the default 60 s send deadline.
     const app = await startTestApp({ SMTP_URL: tarpit.url, RATE_LIMIT_DEFAULT: '10000' });
     cleanup.push(() => app.stop());
     const a = await app.signUp('tarpit-a');
