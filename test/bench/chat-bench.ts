@@ -54,7 +54,7 @@
  *                             to N in all (reported as "subset": true)
  *   BENCH_SCIFACT_DIR         dataset folder, default ../shared/datasets/scifact beside the repository
  *   BENCH_UPLOAD_CONCURRENCY  uploads in flight, default 8 (1..64)
- *   BENCH_JOB_CONCURRENCY     the service's JOB_CONCURRENCY, default 2 (1..32)
+ *   BENCH_JOB_CONCURRENCY     the service's JOB_CONCURRENCY, default 4 (its own default; 1..32)
  *   BENCH_TYPES               comma list of connector types, in the order measured (default all five)
  *   BENCH_PHASES              comma list of latency,stream,profile,kb (default all)
  *   BENCH_CPU_PROFILE         a folder: a V8 CPU profile of this process (the service) is written there for each
@@ -370,7 +370,7 @@ const CONNECTIONS = intEnv('BENCH_CONNECTIONS', 1, 1, 64);
 const PROFILE_ITERATIONS = intEnv('BENCH_PROFILE_ITERATIONS', 300, 50, 20_000);
 const KB_DOCS = intEnv('BENCH_KB_DOCS', 0, 0, 1_000_000);
 const UPLOAD_CONCURRENCY = intEnv('BENCH_UPLOAD_CONCURRENCY', 8, 1, 64);
-const JOB_CONCURRENCY = intEnv('BENCH_JOB_CONCURRENCY', 2, 1, 32);
+const JOB_CONCURRENCY = intEnv('BENCH_JOB_CONCURRENCY', 4, 1, 32);
 const TIMEOUT_S = intEnv('BENCH_TIMEOUT_S', 570, 60, 3600);
 const PHASES = new Set((process.env.BENCH_PHASES || 'latency,stream,profile,kb').split(',').map((p) => p.trim()));
 for (const p of PHASES) if (!['latency', 'stream', 'profile', 'kb'].includes(p)) throw new Error(`BENCH_PHASES: unknown phase ${p}`);
