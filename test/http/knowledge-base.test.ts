@@ -250,7 +250,7 @@ describe('documents: upload, processing, failures', () => {
     const config = res.body.data.config.id as string;
     const small = Buffer.from('Small notes about the lighthouse keeper and his lamp.\n');
     const paragraph = 'The harbour master logs every vessel, its cargo and its crew before the tide turns. ';
-    const large = Buffer.from(`# Harbour log\n\n${paragraph.repeat(Math.ceil(70_000 / paragraph.length))}`);
+    const large = Buffer.concat([Buffer.from('# Harbour log\n\n'), largerThanInline(paragraph)]);
     expect(small.length).toBeLessThanOrEqual(INLINE_CONTENT_MAX_BYTES);
     expect(large.length).toBeGreaterThan(INLINE_CONTENT_MAX_BYTES);
     const smallId = (await upload(a.token, config, 'small.txt', small)).body.data.document.id as string;

@@ -7,6 +7,7 @@ import * as toolhubRepo from '../../routers/toolhub/repository.ts';
 import { insertWebhook } from '../../routers/webhooks/repository.ts';
 import { startFakeStripe, stripeSettings, type FakeStripe } from '../helpers/fake-stripe.ts';
 import { openApiContract, startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { INLINE_CONTENT_MAX_BYTES } from '../../routers/knowledge-base/documents-router.ts';
 
 /**
  * Operations whose OpenAPI entry used to say something the service does not do: statuses they answer but did not
@@ -90,7 +91,12 @@ describe('statuses the service answers are listed', () => {
     const configId = (await app.request('POST', '/api/v1/knowledge-base/configs', { token: owner.token, body: { name: 'uploads' } })).body.data.config.id;
     // Larger than what is kept in the database, so that its bytes go to the blob store and are freed there.
     const text = `The same content ${randomUUID()}. `;
-    const file = { fileName: 'same.txt', contentType: 'text/plain', bytes: Buffer.from(text.repeat(Math.ceil(70_000 / text.length))), fields: { configId } };
+    const file = {
+      fileName: 'same.txt',
+      contentType: 'text/plain',
+      bytes: Buffer.from(text.repeat(Math.ceil((INLINE_CONTENT_MAX_BYTES + 1) / text.length))),
+      fields: { configId },
+    };
     const first = await app.upload('/api/v1/knowledge-base/documents', { token: owner.token, ...file });
     expect(first.status, first.text).toBe(201);
     // The second upload finds the first by its content, frees its own copy of the bytes, then reads the first: a
