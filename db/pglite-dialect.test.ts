@@ -167,6 +167,37 @@ describe('PGlite dialect', () => {
     expect((await sql<{ id: number }>`select id from deferred`.execute(database.db)).rows).toEqual([{ id: 2 }]);
   });
 
+  it("carries a transaction's BEGIN with its first statement: that statement is inside it, a failure rolls it back, an empty one sends nothing", async () => {
+    await sql`create table carried (id int primary key)`.execute(database.db);
+    await expect(
+      database.db.transaction().execute(async (trx) => {
+        await sql`insert into carried values (1)`.execute(trx);
+        throw new Error('undo');
+      }),
+    ).rejects.toThrow('undo');
+    await expect(
+      database.db.transaction().execute(async (trx) => {
+        await sql`insert into carried values (2), (2)`.execute(trx);
+      }),
+    ).rejects.toMatchObject({ code: '23505' });
+    expect((await sql`select id from carried`.execute(database.db)).rows).toEqual([]);
+
+    await database.db.transaction().execute(async () => {});
+    await expect(database.db.transaction().execute(async () => Promise.reject(new Error('before any statement')))).rejects.toThrow('before any statement');
+    // Nothing was left open: a statement outside a transaction commits on its own and a ROLLBACK cannot undo it.
+    await sql`insert into carried values (3)`.execute(database.db);
+    await sql`rollback`.execute(database.db);
+    expect((await sql`select id from carried`.execute(database.db)).rows).toEqual([{ id: 3 }]);
+
+    const [first, second] = await database.db
+      .transaction()
+      .execute(async (trx) => [
+        (await sql<{ xid: string }>`select pg_current_xact_id()::text as xid`.execute(trx)).rows[0]!.xid,
+        (await sql<{ xid: string }>`select pg_current_xact_id()::text as xid`.execute(trx)).rows[0]!.xid,
+      ]);
+    expect(first).toBe(second);
+  });
+
   it('turns a Buffer given for text into its text, as in process; refuses a value that cannot reach the thread, and goes on', async () => {
     const { rows } = await sql<{ t: string }>`select ${Buffer.from('abc')}::text as t`.execute(database.db);
     expect(rows).toEqual([{ t: 'abc' }]);

@@ -81,6 +81,12 @@ class Turns {
 class PGliteConnection implements DatabaseConnection {
   /** Set from this connection's BEGIN to its COMMIT or ROLLBACK. */
   turn: { end(): void } | undefined;
+  /**
+   * True from beginTransaction until the transaction's first statement, which carries the BEGIN to the thread in
+   * its own message: a transaction holds the whole engine, and every hop to the thread and back is time the engine
+   * waits for the request thread. A transaction that runs no statement sends neither BEGIN nor COMMIT.
+   */
+  beginPending = false;
 
   constructor(
     private readonly thread: PGliteThread,
@@ -90,7 +96,9 @@ class PGliteConnection implements DatabaseConnection {
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     const turns = this.turn ? undefined : this.turns.clear();
     if (turns) await turns;
-    const result = await this.thread.run(query.sql, query.parameters);
+    const begin = this.beginPending;
+    this.beginPending = false;
+    const result = await this.thread.run(query.sql, query.parameters, begin ? { begin } : undefined);
     return {
       rows: result.rows as R[],
       numAffectedRows: result.affectedRows === undefined ? undefined : BigInt(result.affectedRows),
@@ -115,16 +123,16 @@ class PGliteDriver implements Driver {
   async beginTransaction(conn: DatabaseConnection) {
     const connection = conn as PGliteConnection;
     connection.turn = await this.turns.take();
-    await connection.executeQuery(CompiledQuery.raw('begin'));
+    connection.beginPending = true;
   }
   async commitTransaction(conn: DatabaseConnection) {
     // A failed COMMIT is followed by Kysely's ROLLBACK: the turn lasts until then.
-    await conn.executeQuery(CompiledQuery.raw('commit'));
+    if (!(conn as PGliteConnection).beginPending) await conn.executeQuery(CompiledQuery.raw('commit'));
     this.endTurn(conn);
   }
   async rollbackTransaction(conn: DatabaseConnection) {
     try {
-      await conn.executeQuery(CompiledQuery.raw('rollback'));
+      if (!(conn as PGliteConnection).beginPending) await conn.executeQuery(CompiledQuery.raw('rollback'));
     } finally {
       this.endTurn(conn);
     }
@@ -142,5 +150,6 @@ class PGliteDriver implements Driver {
     const connection = conn as PGliteConnection;
     connection.turn?.end();
     connection.turn = undefined;
+    connection.beginPending = false;
   }
 }

@@ -18,7 +18,7 @@ export interface PGliteThreadOptions {
 }
 
 type RequestBody =
-  | { op: 'run'; sql: string; parameters: readonly unknown[] }
+  | { op: 'run'; sql: string; parameters: readonly unknown[]; begin?: boolean }
   | { op: 'listen'; channel: string; listener: number }
   | { op: 'unlisten'; listener: number }
   | { op: 'dump' }
@@ -66,7 +66,8 @@ export type ThreadReply =
   | { id: number; ok: false; error: ErrorData };
 
 export interface PGliteThread {
-  run(sql: string, parameters: readonly unknown[]): Promise<StatementResult>;
+  /** With `begin`, a BEGIN runs first in the same message (a transaction's first statement: one hop, not two). */
+  run(sql: string, parameters: readonly unknown[], options?: { begin?: boolean }): Promise<StatementResult>;
   /** Resolves once listening, with the unsubscribe. */
   listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
   /** The data directory as a gzipped tarball. */
@@ -170,8 +171,8 @@ export async function startPGliteThread(options: PGliteThreadOptions): Promise<P
 
   let nextListener = 0;
   return {
-    async run(sql, parameters) {
-      const result = await call<StatementResult>({ op: 'run', sql, parameters: parameters.map(compact) });
+    async run(sql, parameters, options) {
+      const result = await call<StatementResult>({ op: 'run', sql, parameters: parameters.map(compact), begin: options?.begin });
       for (const column of result.byteaColumns) {
         for (const row of result.rows) {
           const bytes = row[column];

@@ -48,6 +48,7 @@ async function serve(pglite: PGlite) {
   async function answer(request: ThreadRequest): Promise<{ value: unknown; transfer?: ArrayBuffer[] }> {
     switch (request.op) {
       case 'run':
+        if (request.begin) await session.run('begin', []);
         return { value: await session.run(request.sql, request.parameters) };
       case 'listen': {
         // Posted as they come, before the notifying statement's own answer: the request thread sees the
