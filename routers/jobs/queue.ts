@@ -105,7 +105,7 @@ export interface JobQueue {
   /**
    * Inserts a job; pass a Kysely transaction as `db` to enqueue atomically with the change that caused it (outbox).
    * With dedupeKey, a second enqueue while one with that key is queued/running is a no-op (returns the existing id).
-   * A row and its job written in one statement use repository.ts's jobInsertAfter instead: keep the two in step.
+   * Rows and their jobs written in one statement use repository.ts's jobInsertsFor instead: keep the two in step.
    */
   enqueue(kind: string, payload: unknown, options?: EnqueueOptions, db?: Kysely<DB> | Transaction<DB>): Promise<string>;
   /** Starts polling: claims up to `concurrency` jobs at a time with FOR UPDATE SKIP LOCKED, sets status running + lease_until + locked_by, runs handlers. */

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type QueryCreator, type RawBuilder, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { DB } from '../../db/types.ts';
 
 /**
@@ -255,17 +255,19 @@ export async function insertDedupedJob(db: Executor, job: NewJob): Promise<strin
 }
 
 /**
- * The insert of `job` for another area's single statement that writes a row and the job that finishes it: the job
- * is inserted only when that statement's CTE `source` returned a row (`select … from source`), so the row and its
- * job are one statement, atomic without a transaction. No ON CONFLICT: a dedupe key that is already taken fails the
- * whole statement rather than leave the row without its job. The job is as queue.ts's enqueue would insert it with
- * default attempts and run time: keep the two in step.
+ * The inserts of `jobs` for another area's single statement that writes rows and the jobs that finish them: the job
+ * at position i is inserted only when that statement's CTE `source` returned the row whose id is `forIds[i]`, so
+ * the rows and their jobs are one statement, atomic without a transaction. No ON CONFLICT: a dedupe key that is
+ * already taken fails the whole statement rather than leave a row without its job. The jobs are as queue.ts's
+ * enqueue would insert them with default attempts and run time: keep the two in step.
  */
-export const jobInsertAfter = <D extends DB>(qc: QueryCreator<D>, job: Pick<NewJob, 'id' | 'kind' | 'payload' | 'dedupeKey' | 'fairKey'>, source: string) =>
-  (qc as unknown as QueryCreator<DB>)
-    .insertInto('jobs')
-    .columns(['id', 'kind', 'payload', 'dedupe_key', 'fair_key'])
-    .expression(sql`select ${job.id}, ${job.kind}, cast(${job.payload}::text as jsonb), ${job.dedupeKey}, ${job.fairKey ?? null} from ${sql.table(source)}`);
+export const jobInsertsFor = (source: string, forIds: string[], jobs: Array<Pick<NewJob, 'id' | 'kind' | 'payload' | 'dedupeKey' | 'fairKey'>>) =>
+  sql`insert into jobs (id, kind, payload, dedupe_key, fair_key)
+      select j.id, j.kind, cast(j.payload as jsonb), j.dedupe_key, j.fair_key
+        from unnest(cast(${forIds} as uuid[]), cast(${jobs.map((j) => j.id)} as uuid[]), cast(${jobs.map((j) => j.kind)} as text[]),
+                    cast(${jobs.map((j) => j.payload)} as text[]), cast(${jobs.map((j) => j.dedupeKey)} as text[]),
+                    cast(${jobs.map((j) => j.fairKey ?? null)} as text[])) as j(for_id, id, kind, payload, dedupe_key, fair_key)
+        join ${sql.table(source)} s on s.id = j.for_id`;
 
 export async function findActiveJobId(db: Executor, dedupeKey: string): Promise<string | undefined> {
   const existing = await db.selectFrom('jobs').select('id').where('dedupe_key', '=', dedupeKey).where('status', 'in', ['queued', 'running']).executeTakeFirst();

@@ -12,6 +12,7 @@ import { documentFairKey, INGEST_JOB, type IngestPayload } from './jobs.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import type { AppDeps } from '../context.ts';
 import { isForeignKeyViolation } from '../../db/errors.ts';
+import { createUploadInserts, type UploadInserts } from './upload-inserts.ts';
 
 const tags = ['Knowledge base'];
 const documentNotFound = () => new AppError('NOT_FOUND', 'Document not found');
@@ -29,6 +30,19 @@ const MAX_VERIFIED_UPLOAD_TARGETS = 10_000;
  * few PDFs. Writing and reading a file costs thread-pool hand-overs whatever its size, a row only its bytes.
  */
 export const INLINE_CONTENT_MAX_BYTES = 64 * 1024;
+
+/** Per database, as the upload targets: the uploads of one instance are grouped into shared statements. */
+const uploadInserts = new WeakMap<object, UploadInserts>();
+
+function uploadInsertsOf(deps: Pick<AppDeps, 'database'>): UploadInserts {
+  let inserts = uploadInserts.get(deps.database);
+  if (!inserts) {
+    const db = deps.database.db;
+    inserts = createUploadInserts((uploads) => repo.insertDocumentsWithJobs(db, uploads));
+    uploadInserts.set(deps.database, inserts);
+  }
+  return inserts;
+}
 
 async function uploadTarget(deps: Pick<AppDeps, 'database'>, ownerId: string, configId: string): Promise<{ configId: string; forget(): void }> {
   let verified = verifiedUploadTargets.get(deps.database);
@@ -114,9 +128,8 @@ export const kbDocumentsRouter = router({
       const documentId = randomUUID();
       let row: repo.KbDocumentRow | undefined;
       try {
-        row = await repo.insertDocumentWithJob(
-          db,
-          {
+        row = await uploadInsertsOf(deps).insert({
+          document: {
             id: documentId,
             owner_id: ctx.owner.id,
             config_id: configId,
@@ -125,18 +138,16 @@ export const kbDocumentsRouter = router({
             size_bytes: input.file.bytes.byteLength,
             content_hash: contentHash,
             blob_key: blobKey,
-            status: 'processing',
-            stage: 'uploaded',
           },
-          {
+          job: {
             id: randomUUID(),
             kind: INGEST_JOB,
             payload: JSON.stringify({ documentId, configId } satisfies IngestPayload),
             dedupeKey: `ingest:${documentId}`,
             fairKey: documentFairKey(ctx.owner.id),
           },
-          inline ? input.file.bytes : undefined,
-        );
+          content: inline ? input.file.bytes : undefined,
+        });
       } catch (error) {
         await freeBlob();
         if (!isForeignKeyViolation(error, 'kb_documents_config_id_fkey')) throw error;

@@ -7,18 +7,16 @@ import type { Job, JobContext } from '../jobs/queue.ts';
 import type { AnalyzerLanguage } from '../../adapters/outbound/text/text-analysis.ts';
 import type { ChunkAnalysis } from '../../adapters/outbound/text/chunk-analysis.ts';
 import { documentEmbedderFor } from './embedders.ts';
-import { insertVectors } from './vectors.ts';
+import { isZeroVector } from './vectors.ts';
 import {
-  bumpContentVersion,
   completeDocuments,
   failProcessingDocument,
   findConfigById,
-  findDocumentContents,
-  findDocumentsByIds,
   lockProcessingDocuments,
   lockServingVersion,
   replaceChunks,
   setDocumentsStage,
+  startExtraction,
   toKbDocument,
   type ChunkOfDocument,
   type KbConfigRow,
@@ -90,20 +88,23 @@ interface Prepared {
 export async function ingestDocuments(deps: IngestDeps, jobs: Array<Job<IngestPayload>>, ctx: JobContext): Promise<Map<string, unknown>> {
   const db = deps.database.db;
   const failures = new Map<string, unknown>();
-  const docs = new Map((await findDocumentsByIds(db, [...new Set(jobs.map((j) => j.payload.documentId))])).map((d) => [d.id, d]));
+  // Only the documents still processing come back (a deleted or finished one has nothing left to do).
+  const started = await startExtraction(db, [...new Set(jobs.map((j) => j.payload.documentId))]);
+  const docs = new Map<string, KbDocumentRow>();
+  const contents = new Map<string, Buffer>();
+  for (const { inline_bytes, ...doc } of started) {
+    docs.set(doc.id, doc);
+    if (inline_bytes) contents.set(doc.id, inline_bytes);
+  }
   const byConfig = new Map<string, Array<{ job: Job<IngestPayload>; doc: KbDocumentRow }>>();
   const seen = new Set<string>();
   for (const job of jobs) {
     const doc = docs.get(job.payload.documentId);
     // A duplicate job of a document already in this batch has nothing left to do.
-    if (!doc || doc.status !== 'processing' || seen.has(doc.id)) continue;
+    if (!doc || seen.has(doc.id)) continue;
     seen.add(doc.id);
     byConfig.set(doc.config_id, [...(byConfig.get(doc.config_id) ?? []), { job, doc }]);
   }
-  const contents = await findDocumentContents(
-    db,
-    [...byConfig.values()].flatMap((items) => items.filter((i) => !i.doc.blob_key).map((i) => i.doc.id)),
-  );
   for (const [configId, items] of byConfig) {
     const config = await findConfigById(db, configId);
     if (!config) continue;
@@ -117,7 +118,7 @@ async function documentBytes(deps: IngestDeps, doc: KbDocumentRow, contents: Map
   if (doc.blob_key) return deps.blobs.get(doc.blob_key);
   const bytes = contents.get(doc.id);
   contents.delete(doc.id);
-  // Only a deletion between the batch's reads removes the row; the document is no longer processing then.
+  // Written and deleted with its document, in the same statements: a missing row is a damaged database.
   if (!bytes) throw new Error('the uploaded file is no longer stored');
   return bytes;
 }
@@ -145,12 +146,6 @@ async function ingestForConfig(
   failures: Map<string, unknown>,
   contents: Map<string, Buffer>,
 ) {
-  const db = deps.database.db;
-  await setDocumentsStage(
-    db,
-    items.map((i) => i.doc.id),
-    'extracting',
-  );
   let group: Prepared[] = [];
   let groupChunks = 0;
   const flush = async () => {
@@ -249,8 +244,10 @@ async function embedAndWrite(deps: IngestDeps, config: KbConfigRow, group: Prepa
   const ids = group.map((p) => p.doc.id);
   let vectors: Float32Array[];
   try {
-    // The local model's vectors were made with the parsing: such a group has no embedding stage to show.
-    if (group.some((p) => !p.vectors)) await setDocumentsStage(db, ids, 'embedding');
+    // The local model's vectors were made with the parsing: such a group is written at once, with no embedding or
+    // indexing stage to show (a statement each, for a state that would last milliseconds).
+    const toEmbed = group.some((p) => !p.vectors);
+    if (toEmbed) await setDocumentsStage(db, ids, 'embedding');
     const embedder = documentEmbedderFor(deps, config);
     const texts = group.flatMap((p) => (p.vectors ? [] : p.chunks.map((c) => c.text)));
     vectors = [];
@@ -259,7 +256,7 @@ async function embedAndWrite(deps: IngestDeps, config: KbConfigRow, group: Prepa
       vectors.push(...batch.vectors);
       await ctx.heartbeat();
     }
-    await setDocumentsStage(db, ids, 'indexing');
+    if (toEmbed) await setDocumentsStage(db, ids, 'indexing');
   } catch (error) {
     for (const p of group) await recordFailure(deps, p.job, error, ctx, failures);
     return;
@@ -312,25 +309,32 @@ async function writeDocuments(deps: IngestDeps, config: KbConfigRow, group: Arra
     const live = rows.filter((r) => processing.has(r.prepared.doc.id));
     if (live.length === 0) return;
     const chunks: ChunkOfDocument[] = [];
-    const vectorRows: Array<{ chunkId: string; configId: string; version: number; vector: Float32Array }> = [];
     for (const { prepared, chunks: analysed } of live) {
       for (const { id, chunk, analysis, vector } of analysed) {
-        chunks.push({ id, documentId: prepared.doc.id, index: chunk.index, page: chunk.page, text: chunk.text, ...analysis });
-        vectorRows.push({ chunkId: id, configId: config.id, version: config.serving_version, vector });
+        // A text with no letters or digits embeds to zero: it has no direction, so it gets no vector (lexical only).
+        chunks.push({
+          id,
+          documentId: prepared.doc.id,
+          index: chunk.index,
+          page: chunk.page,
+          text: chunk.text,
+          ...analysis,
+          vector: isZeroVector(vector) ? undefined : vector,
+        });
       }
     }
     await replaceChunks(
       trx,
       config.id,
+      config.serving_version,
       live.map((r) => r.prepared.doc.id),
       chunks,
     );
-    await insertVectors(trx, vectorRows);
     const completed = await completeDocuments(
       trx,
+      config.id,
       live.map(({ prepared }) => ({ id: prepared.doc.id, pageCount: prepared.pageCount, chunkCount: prepared.chunks.length })),
     );
-    await bumpContentVersion(trx, config.id);
     webhooksQueued = (
       await recordEvents(
         trx,

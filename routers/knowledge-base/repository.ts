@@ -2,7 +2,8 @@ import { sql, type InsertObject, type Kysely, type RawBuilder, type Selectable, 
 import type { DB, DocumentStage, KbConfigsTable, KbDocumentsTable, KbToolSetting } from '../../db/types.ts';
 import { jsonb } from '../../db/json.ts';
 import { toIso } from '../../schema/common.ts';
-import { jobInsertAfter, jobPayloadNames, type NewJob } from '../jobs/repository.ts';
+import { jobInsertsFor, jobPayloadNames, type NewJob } from '../jobs/repository.ts';
+import { encodeVectors } from './search-repository.ts';
 
 export type KbConfigRow = Selectable<KbConfigsTable>;
 export type KbDocumentRow = Selectable<KbDocumentsTable>;
@@ -91,9 +92,6 @@ export const listDocuments = (db: Db, ownerId: string, configId: string) =>
     .orderBy('id')
     .execute();
 
-export const findDocumentsByIds = (db: Db, ids: string[]) =>
-  ids.length === 0 ? Promise.resolve([]) : db.selectFrom('kb_documents').selectAll().where('id', 'in', ids).execute();
-
 export const findDocumentByHash = (db: Db, configId: string, contentHash: string) =>
   db.selectFrom('kb_documents').selectAll().where('config_id', '=', configId).where('content_hash', '=', contentHash).executeTakeFirst();
 
@@ -162,46 +160,70 @@ export async function countServingVectors(db: Db, ownerId: string): Promise<Map<
   return new Map(counts.map((c) => [c.config_id, Number(c.n)]));
 }
 
-/** Undefined when the knowledge base already holds this content (kb_documents_content_unique). */
-/**
- * A new document and the job that ingests it, in one statement (atomic without a transaction: a document never
- * exists without its job). Undefined when the knowledge base already holds this content (no job then either).
- */
-export function insertDocumentWithJob(
-  db: Db,
-  values: InsertObject<DB, 'kb_documents'>,
-  job: Pick<NewJob, 'id' | 'kind' | 'payload' | 'dedupeKey' | 'fairKey'>,
-  /** The file's bytes, kept in kb_document_contents (values.blob_key null), or undefined when in the blob store. */
-  content?: Uint8Array,
-) {
-  const inserts = db
-    .with('new_document', (qc) =>
-      qc
-        .insertInto('kb_documents')
-        .values(values)
-        .onConflict((oc) => oc.columns(['config_id', 'content_hash']).doNothing())
-        .returningAll(),
-    )
-    .with('new_job', (qc) => jobInsertAfter(qc, job, 'new_document'));
-  if (!content) return inserts.selectFrom('new_document').selectAll().executeTakeFirst();
-  const bytes = Buffer.from(content.buffer, content.byteOffset, content.byteLength);
-  return inserts
-    .with('new_content', (qc) =>
-      qc
-        .insertInto('kb_document_contents')
-        .columns(['document_id', 'bytes'])
-        .expression((eb) => eb.selectFrom('new_document').select(['new_document.id', sql<Buffer>`${bytes}::bytea`.as('bytes')])),
-    )
-    .selectFrom('new_document')
-    .selectAll()
-    .executeTakeFirst();
+export interface NewUpload {
+  document: Pick<KbDocumentRow, 'id' | 'owner_id' | 'config_id' | 'file_name' | 'kind' | 'content_hash' | 'blob_key'> & { size_bytes: number };
+  job: Pick<NewJob, 'id' | 'kind' | 'payload' | 'dedupeKey' | 'fairKey'>;
+  /** The file's bytes, kept in kb_document_contents (document.blob_key null), or undefined when in the blob store. */
+  content?: Uint8Array;
 }
 
-/** The bytes kept in the database of these documents (those whose blob_key is null), by document id. */
-export async function findDocumentContents(db: Db, ids: string[]): Promise<Map<string, Buffer>> {
-  if (ids.length === 0) return new Map();
-  const rows = await db.selectFrom('kb_document_contents').select(['document_id', 'bytes']).where('document_id', 'in', ids).execute();
-  return new Map(rows.map((r) => [r.document_id, r.bytes]));
+/**
+ * New documents, each with the job that ingests it and its kept file, in one statement (atomic without a
+ * transaction: a document never exists without its job). Answers the rows written; an upload missing from them has
+ * content its knowledge base already holds (kb_documents_content_unique, also within this group), and no job either.
+ */
+export async function insertDocumentsWithJobs(db: Db, uploads: NewUpload[]): Promise<KbDocumentRow[]> {
+  if (uploads.length === 0) return [];
+  const documents = uploads.map((u) => u.document);
+  const ids = documents.map((d) => d.id);
+  const kept = uploads.filter((u) => u.content);
+  // The kept files go as one bytea cut by offsets: arrays of bytea are not sent alike by the two drivers.
+  const starts: number[] = [];
+  let start = 1;
+  for (const upload of kept) {
+    starts.push(start);
+    start += upload.content!.byteLength;
+  }
+  const bytes = Buffer.concat(kept.map((u) => u.content!));
+  const { rows } = await sql<KbDocumentRow>`
+    with new_document as (
+      insert into kb_documents (id, owner_id, config_id, file_name, kind, size_bytes, content_hash, blob_key, status, stage)
+      select d.id, d.owner_id, d.config_id, d.file_name, d.kind, d.size_bytes, d.content_hash, d.blob_key, 'processing', 'uploaded'
+        from unnest(cast(${ids} as uuid[]), cast(${documents.map((d) => d.owner_id)} as uuid[]), cast(${documents.map((d) => d.config_id)} as uuid[]),
+                    cast(${documents.map((d) => d.file_name)} as text[]), cast(${documents.map((d) => d.kind)} as text[]),
+                    cast(${documents.map((d) => d.size_bytes)} as bigint[]), cast(${documents.map((d) => d.content_hash)} as text[]),
+                    cast(${documents.map((d) => d.blob_key)} as text[]))
+          as d(id, owner_id, config_id, file_name, kind, size_bytes, content_hash, blob_key)
+      on conflict (config_id, content_hash) do nothing
+      returning *
+    ),
+    new_job as (${jobInsertsFor(
+      'new_document',
+      ids,
+      uploads.map((u) => u.job),
+    )}),
+    new_content as (
+      insert into kb_document_contents (document_id, bytes)
+      select c.document_id, substring(${bytes}::bytea from c.start for c.length)
+        from unnest(cast(${kept.map((u) => u.document.id)} as uuid[]), cast(${starts} as int[]), cast(${kept.map((u) => u.content!.byteLength)} as int[]))
+          as c(document_id, start, length)
+        join new_document n on n.id = c.document_id
+    )
+    select * from new_document`.execute(db);
+  return rows;
+}
+
+/**
+ * A batch's start, in one statement: those of these documents still `processing` become `extracting` and are read
+ * back with the bytes of the ones kept in the database (`inline_bytes`; null for a file in the blob store).
+ */
+export async function startExtraction(db: Db, ids: string[]): Promise<Array<KbDocumentRow & { inline_bytes: Buffer | null }>> {
+  if (ids.length === 0) return [];
+  const { rows } = await sql<KbDocumentRow & { inline_bytes: Buffer | null }>`
+    update kb_documents d set stage = 'extracting', updated_at = now()
+     where d.id = any(cast(${ids} as uuid[])) and d.status = 'processing'
+    returning d.*, (select c.bytes from kb_document_contents c where c.document_id = d.id) as inline_bytes`.execute(db);
+  return rows;
 }
 
 /** A failed document uploaded again goes back to processing; undefined when it is no longer failed. */
@@ -274,6 +296,8 @@ export interface NewChunk {
 
 export interface ChunkOfDocument extends NewChunk {
   documentId: string;
+  /** Its embedding, of the version replaceChunks is given; none for a chunk without a direction (all zeros). */
+  vector?: Float32Array;
 }
 
 /**
@@ -286,36 +310,58 @@ const CHUNK_ROWS_PER_STATEMENT = 250;
 const textArrayLiteral = (values: string[]) => `{${values.map((v) => `"${v.replace(/[\\"]/g, '\\$&')}"`).join(',')}}`;
 
 /**
- * Replaces the chunks (with their terms) of these documents, all of one configuration. The rows go in as a few
- * arrays per statement (unnest), not as one parameter per value: a statement's text is the same whatever the
- * row count, so it is parsed and planned once, and a batch of documents is a handful of statements.
+ * Replaces the chunks (with their terms) of these documents, all of one configuration, and writes the chunks'
+ * vectors of embedding version `version` in the same statements (a chunk without one, such as a text with no
+ * letters or digits, gets none). The rows go in as a few arrays per statement (unnest), not as one parameter per
+ * value: a statement's text is the same whatever the row count, so it is parsed and planned once, and a batch of
+ * documents is a handful of statements.
  */
-export async function replaceChunks(db: Db, configId: string, documentIds: string[], chunks: ChunkOfDocument[]) {
+export async function replaceChunks(db: Db, configId: string, version: number, documentIds: string[], chunks: ChunkOfDocument[]) {
   if (documentIds.length > 0) await db.deleteFrom('kb_chunks').where('document_id', 'in', documentIds).execute();
   for (let i = 0; i < chunks.length; i += CHUNK_ROWS_PER_STATEMENT) {
     const part = chunks.slice(i, i + CHUNK_ROWS_PER_STATEMENT);
+    const withVector = part.filter((c) => c.vector);
+    const width = (withVector[0]?.vector?.length ?? 0) * 4;
+    // The vectors' foreign key is checked at the statement's end, after the chunks' insert.
     await sql`
-      insert into kb_chunks (id, document_id, config_id, chunk_index, page, text, term_count, token_count, terms, tfs)
-      select id::uuid, document_id::uuid, ${configId}::uuid, chunk_index, page, text, term_count, token_count, terms::text[], tfs::int[]
-      from unnest(cast(${part.map((c) => c.id)} as text[]), cast(${part.map((c) => c.documentId)} as text[]),
-                  cast(${part.map((c) => c.index)} as int[]), cast(${part.map((c) => c.page)} as int[]),
-                  cast(${part.map((c) => c.text)} as text[]), cast(${part.map((c) => c.termCount)} as int[]),
-                  cast(${part.map((c) => c.tokenCount)} as int[]), cast(${part.map((c) => textArrayLiteral(c.terms))} as text[]),
-                  cast(${part.map((c) => `{${c.tfs.join(',')}}`)} as text[]))
-        as c(id, document_id, chunk_index, page, text, term_count, token_count, terms, tfs)`.execute(db);
+      with new_chunk as (
+        insert into kb_chunks (id, document_id, config_id, chunk_index, page, text, term_count, token_count, terms, tfs)
+        select id::uuid, document_id::uuid, ${configId}::uuid, chunk_index, page, text, term_count, token_count, terms::text[], tfs::int[]
+        from unnest(cast(${part.map((c) => c.id)} as text[]), cast(${part.map((c) => c.documentId)} as text[]),
+                    cast(${part.map((c) => c.index)} as int[]), cast(${part.map((c) => c.page)} as int[]),
+                    cast(${part.map((c) => c.text)} as text[]), cast(${part.map((c) => c.termCount)} as int[]),
+                    cast(${part.map((c) => c.tokenCount)} as int[]), cast(${part.map((c) => textArrayLiteral(c.terms))} as text[]),
+                    cast(${part.map((c) => `{${c.tfs.join(',')}}`)} as text[]))
+          as c(id, document_id, chunk_index, page, text, term_count, token_count, terms, tfs)
+      )
+      insert into kb_vectors (chunk_id, config_id, version, embedding)
+      select v.chunk_id, ${configId}::uuid, ${version}::int,
+             substring(${encodeVectors(withVector.map((c) => c.vector!))}::bytea from (v.n - 1)::int * ${width}::int + 1 for ${width}::int)
+        from unnest(cast(${withVector.map((c) => c.id)} as uuid[])) with ordinality as v(chunk_id, n)`.execute(db);
   }
 }
 
-/** Marks these documents completed with their counts; answers their rows. */
-export async function completeDocuments(db: Db, counts: Array<{ id: string; pageCount: number | null; chunkCount: number }>): Promise<KbDocumentRow[]> {
+/**
+ * Marks these documents of one configuration completed with their counts and bumps the configuration's content
+ * version (its chunks changed: see lexical-index.ts), in one statement; answers the documents' rows.
+ */
+export async function completeDocuments(
+  db: Db,
+  configId: string,
+  counts: Array<{ id: string; pageCount: number | null; chunkCount: number }>,
+): Promise<KbDocumentRow[]> {
   if (counts.length === 0) return [];
   const { rows } = await sql<KbDocumentRow>`
-    update kb_documents d
-       set status = 'completed', stage = 'searchable', error = null, page_count = c.page_count, chunk_count = c.chunk_count, updated_at = now()
-      from unnest(cast(${counts.map((c) => c.id)} as text[]), cast(${counts.map((c) => c.pageCount)} as int[]),
-                  cast(${counts.map((c) => c.chunkCount)} as int[])) as c(id, page_count, chunk_count)
-     where d.id = c.id::uuid
-    returning d.*`.execute(db);
+    with completed as (
+      update kb_documents d
+         set status = 'completed', stage = 'searchable', error = null, page_count = c.page_count, chunk_count = c.chunk_count, updated_at = now()
+        from unnest(cast(${counts.map((c) => c.id)} as text[]), cast(${counts.map((c) => c.pageCount)} as int[]),
+                    cast(${counts.map((c) => c.chunkCount)} as int[])) as c(id, page_count, chunk_count)
+       where d.id = c.id::uuid
+      returning d.*
+    ),
+    bumped as (update kb_configs set content_version = content_version + 1 where id = ${configId})
+    select * from completed`.execute(db);
   return rows;
 }
 

@@ -92,18 +92,21 @@ describe('stored vectors', () => {
     });
   });
 
-  it("a chunk's terms and frequencies are written with it and read back whatever characters the terms hold", async () => {
+  it("a chunk's terms and frequencies, and its vector if it has one, are written with it and read back whatever characters the terms hold", async () => {
     await inRolledBackTransaction(async (trx) => {
       const configId = randomUUID();
       const documentId = randomUUID();
       const terms = ['plain', 'quo"te', 'back\\slash', 'com,ma', '{brace}', 'NULL', 'sp ace', 'ünï', ''];
       const chunk = { id: randomUUID(), documentId, index: 0, page: null, text: 'x', termCount: 12, tokenCount: 3, terms, tfs: terms.map((_, i) => i + 1) };
       const empty = { ...chunk, id: randomUUID(), index: 1, terms: [], tfs: [] };
-      await replaceChunks(trx, configId, [documentId], [chunk, empty]);
+      const vector = Float32Array.from([0.25, -1.5, 3e-7, 65504]);
+      await replaceChunks(trx, configId, 3, [documentId], [{ ...chunk, vector }, empty]);
       const page = await loadChunkPage(trx as never, configId, null, 10);
       const byId = new Map(page.map((row) => [row.id, row]));
       expect(byId.get(chunk.id)).toMatchObject({ term_count: 12, terms, tfs: chunk.tfs });
       expect(byId.get(empty.id)).toMatchObject({ terms: [], tfs: [] });
+      const stored = await loadVectorPage(trx as never, configId, 3, null, 10);
+      expect(stored.map((row) => [row.chunk_id, Array.from(decodeVector(row.embedding))])).toEqual([[chunk.id, Array.from(vector)]]);
     });
   });
 
