@@ -167,7 +167,7 @@ describe('PGlite dialect', () => {
     expect((await sql<{ id: number }>`select id from deferred`.execute(database.db)).rows).toEqual([{ id: 2 }]);
   });
 
-  it("carries a transaction's BEGIN with its first statement: that statement is inside it, a failure rolls it back, an empty one sends nothing", async () => {
+  it("carries a transaction's BEGIN with its first statement: that statement is inside it, a failure rolls it back, an empty one leaves nothing open", async () => {
     await sql`create table carried (id int primary key)`.execute(database.db);
     await expect(
       database.db.transaction().execute(async (trx) => {
@@ -187,6 +187,16 @@ describe('PGlite dialect', () => {
     // Nothing was left open: a statement outside a transaction commits on its own and a ROLLBACK cannot undo it.
     await sql`insert into carried values (3)`.execute(database.db);
     await sql`rollback`.execute(database.db);
+    expect((await sql`select id from carried`.execute(database.db)).rows).toEqual([{ id: 3 }]);
+
+    // A first statement that never reached the thread began nothing: the next one carries the BEGIN.
+    await expect(
+      database.db.transaction().execute(async (trx) => {
+        await expect(sql`select ${{ toJSON: () => 1 }}::jsonb as refused`.execute(trx)).rejects.toThrow(/could not be sent/);
+        await sql`insert into carried values (4)`.execute(trx);
+        throw new Error('undo');
+      }),
+    ).rejects.toThrow('undo');
     expect((await sql`select id from carried`.execute(database.db)).rows).toEqual([{ id: 3 }]);
 
     const [first, second] = await database.db

@@ -98,7 +98,14 @@ class PGliteConnection implements DatabaseConnection {
     if (turns) await turns;
     const begin = this.beginPending;
     this.beginPending = false;
-    const result = await this.thread.run(query.sql, query.parameters, begin ? { begin } : undefined);
+    let result: Awaited<ReturnType<PGliteThread['run']>>;
+    try {
+      result = await this.thread.run(query.sql, query.parameters, begin ? { begin } : undefined);
+    } catch (error) {
+      // No BEGIN ran: the transaction's next statement must carry it, or it and the rest would run on their own.
+      if (begin && (error as { transactionNotBegun?: boolean }).transactionNotBegun) this.beginPending = true;
+      throw error;
+    }
     return {
       rows: result.rows as R[],
       numAffectedRows: result.affectedRows === undefined ? undefined : BigInt(result.affectedRows),

@@ -66,7 +66,10 @@ export type ThreadReply =
   | { id: number; ok: false; error: ErrorData };
 
 export interface PGliteThread {
-  /** With `begin`, a BEGIN runs first in the same message (a transaction's first statement: one hop, not two). */
+  /**
+   * With `begin`, a BEGIN runs first in the same message (a transaction's first statement: one hop, not two). An
+   * error with `transactionNotBegun` means no BEGIN ran (the message could not be sent, or the BEGIN failed).
+   */
   run(sql: string, parameters: readonly unknown[], options?: { begin?: boolean }): Promise<StatementResult>;
   /** Resolves once listening, with the unsubscribe. */
   listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
@@ -161,7 +164,8 @@ export async function startPGliteThread(options: PGliteThreadOptions): Promise<P
       // plain objects; a function (a toJSON of its own) cannot, and is refused here rather than lost.
       worker.postMessage({ ...request, id });
     } catch (error) {
-      return Promise.reject(new Error(`a value could not be sent to the embedded database: ${(error as Error).message}`, { cause: error }));
+      const refused = new Error(`a value could not be sent to the embedded database: ${(error as Error).message}`, { cause: error });
+      return Promise.reject(Object.assign(refused, { transactionNotBegun: true }));
     }
     if (pending.size === 0) worker.ref();
     return new Promise<T>((resolve, reject) => {

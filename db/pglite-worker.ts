@@ -48,7 +48,8 @@ async function serve(pglite: PGlite) {
   async function answer(request: ThreadRequest): Promise<{ value: unknown; transfer?: ArrayBuffer[] }> {
     switch (request.op) {
       case 'run':
-        if (request.begin) await session.run('begin', []);
+        if (request.begin)
+          await session.run('begin', []).catch((error: unknown) => Promise.reject(Object.assign(error as Error, { transactionNotBegun: true })));
         return { value: await session.run(request.sql, request.parameters) };
       case 'listen': {
         // Posted as they come, before the notifying statement's own answer: the request thread sees the

@@ -172,8 +172,12 @@ export interface NewUpload {
  * transaction: a document never exists without its job). Answers the rows written; an upload missing from them has
  * content its knowledge base already holds (kb_documents_content_unique, also within this group), and no job either.
  */
-export async function insertDocumentsWithJobs(db: Db, uploads: NewUpload[]): Promise<KbDocumentRow[]> {
-  if (uploads.length === 0) return [];
+export async function insertDocumentsWithJobs(db: Db, given: NewUpload[]): Promise<KbDocumentRow[]> {
+  if (given.length === 0) return [];
+  // In one order for every statement: on PostgreSQL, two statements inserting the same two contents in opposite
+  // orders would each wait for the other's unique-index entry (a deadlock, broken only after deadlock_timeout).
+  const byContent = (u: NewUpload) => `${u.document.config_id}/${u.document.content_hash}`;
+  const uploads = [...given].sort((a, b) => (byContent(a) < byContent(b) ? -1 : byContent(a) > byContent(b) ? 1 : 0));
   const documents = uploads.map((u) => u.document);
   const ids = documents.map((d) => d.id);
   const kept = uploads.filter((u) => u.content);

@@ -1,5 +1,6 @@
 import { readdirSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestResponse } from '../helpers/test-app.ts';
 import { makeDocx, makeImageOnlyPdf, makePdf } from '../helpers/documents.ts';
@@ -201,6 +202,32 @@ describe('documents: upload, processing, failures', () => {
     );
     expect(again.status).toBe(200);
     expect(again.body.data).toMatchObject({ duplicate: true, document: { fileName: 'notes.txt' } });
+  });
+
+  it('the same content uploaded many times at once (uploads share statements) makes one document, one file, one job', async () => {
+    const res = await app.request('POST', '/api/v1/knowledge-base/configs', { token: a.token, body: { name: 'Same content at once' } });
+    const config = res.body.data.config.id as string;
+    const small = Buffer.from('Grouped uploads of the same note become one document.\n');
+    const large = largerThanInline('Grouped uploads of the same large note become one document and one file. ');
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? upload(a.token, config, `small-${i}.txt`, small) : upload(a.token, config, `large-${i}.txt`, large))),
+    );
+    for (const [i, answer] of answers.entries()) expect([200, 201], `upload ${i}: ${answer.text}`).toContain(answer.status);
+    for (const parity of [0, 1]) {
+      const same = answers.filter((_, i) => i % 2 === parity);
+      expect(same.filter((r) => r.status === 201)).toHaveLength(1);
+      expect(new Set(same.map((r) => r.body.data.document.id)).size).toBe(1);
+      expect(same.filter((r) => r.status === 200).every((r) => r.body.data.duplicate === true)).toBe(true);
+    }
+    const docs = await waitForDocuments(a.token, config);
+    expect(docs.map((d) => d.status)).toEqual(['completed', 'completed']);
+    const db = app.deps.database.db;
+    const rows = await db.selectFrom('kb_documents').select(['id', 'blob_key']).where('config_id', '=', config).execute();
+    expect(rows.filter((r) => r.blob_key)).toHaveLength(1);
+    // Every duplicate's file was removed again: the one left is the document's.
+    expect(readdirSync(join(app.deps.config.DATA_DIR, 'blobs', config))).toEqual([rows.find((r) => r.blob_key)!.blob_key!.split('/')[1]]);
+    const jobs = await db.selectFrom('jobs').select('id').where(sql<string>`payload->>'configId'`, '=', config).execute();
+    expect(jobs).toHaveLength(2);
   });
 
   it('refuses mislabelled, non-UTF-8 and oversized files, and fails scanned PDFs with a reason', async () => {
