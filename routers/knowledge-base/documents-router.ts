@@ -18,41 +18,40 @@ const tags = ['Knowledge base'];
 const documentNotFound = () => new AppError('NOT_FOUND', 'Document not found');
 
 /**
- * Configurations an upload has found its caller owns, per database (so per service instance), to spare every
- * upload of a bulk load the look-up statement. Safe to keep without invalidation: a configuration never changes
- * owner, and one deleted since is caught by the document insert's foreign key, which forgets it and answers 404.
- * The ownership check still comes before anything is written for a configuration not yet seen.
- */
-const verifiedUploadTargets = new WeakMap<object, Set<string>>();
-const MAX_VERIFIED_UPLOAD_TARGETS = 10_000;
-/**
  * Files up to this size are kept in the database rather than the blob store: most text and Markdown documents,
  * few PDFs. Writing and reading a file costs thread-pool hand-overs whatever its size, a row only its bytes.
  */
 export const INLINE_CONTENT_MAX_BYTES = 64 * 1024;
 
-/** Per database, as the upload targets: the uploads of one instance are grouped into shared statements. */
-const uploadInserts = new WeakMap<object, UploadInserts>();
+/** What the uploads of one service instance share, kept per database (each instance has its own). */
+interface UploadState {
+  /**
+   * Configurations an upload has found its caller owns (`owner/config`), to spare every upload of a bulk load the
+   * look-up statement. Safe to keep without invalidation: a configuration never changes owner, and one deleted
+   * since is caught by the document insert's foreign key, which forgets it and answers 404. The ownership check
+   * still comes before anything is written for a configuration not yet seen.
+   */
+  verifiedTargets: Set<string>;
+  /** The uploads' inserts, grouped into shared statements. */
+  inserts: UploadInserts;
+}
+const uploadStates = new WeakMap<object, UploadState>();
+const MAX_VERIFIED_UPLOAD_TARGETS = 10_000;
 
-function uploadInsertsOf(deps: Pick<AppDeps, 'database'>): UploadInserts {
-  let inserts = uploadInserts.get(deps.database);
-  if (!inserts) {
+function uploadStateOf(deps: Pick<AppDeps, 'database'>): UploadState {
+  let state = uploadStates.get(deps.database);
+  if (!state) {
     const db = deps.database.db;
-    inserts = createUploadInserts((uploads) => repo.insertDocumentsWithJobs(db, uploads));
-    uploadInserts.set(deps.database, inserts);
+    state = { verifiedTargets: new Set(), inserts: createUploadInserts((uploads) => repo.insertDocumentsWithJobs(db, uploads)) };
+    uploadStates.set(deps.database, state);
   }
-  return inserts;
+  return state;
 }
 
 async function uploadTarget(deps: Pick<AppDeps, 'database'>, ownerId: string, configId: string): Promise<{ configId: string; forget(): void }> {
-  let verified = verifiedUploadTargets.get(deps.database);
-  if (!verified) {
-    verified = new Set();
-    verifiedUploadTargets.set(deps.database, verified);
-  }
+  const verified = uploadStateOf(deps).verifiedTargets;
   const key = `${ownerId}/${configId}`;
-  const known = verified;
-  const forget = () => known.delete(key);
+  const forget = () => verified.delete(key);
   if (verified.has(key)) return { configId, forget };
   const owned = await ownedConfigId(deps, ownerId, configId);
   if (verified.size >= MAX_VERIFIED_UPLOAD_TARGETS) verified.clear();
@@ -122,13 +121,18 @@ export const kbDocumentsRouter = router({
       // the insert itself (kb_document_contents), a larger one's to the blob store first.
       const inline = input.file.bytes.byteLength <= INLINE_CONTENT_MAX_BYTES;
       const blobKey = inline ? null : await deps.blobs.put(configId, input.file.bytes);
-      const freeBlob = async () => {
-        if (blobKey) await deps.blobs.delete(blobKey);
+      // An insert can fail with its outcome unknown (the connection lost after COMMIT), and a group's statement
+      // that committed but was reported failed is retried upload by upload, each then meeting its own row as a
+      // duplicate. The blob is freed only once no row can hold it; an orphaned file beats a document without one.
+      const freeBlobUnlessHeld = async () => {
+        if (!blobKey) return;
+        const holder = await repo.findDocumentByHash(db, configId, contentHash).catch(() => 'unknown' as const);
+        if (holder !== 'unknown' && holder?.blob_key !== blobKey) await deps.blobs.delete(blobKey);
       };
       const documentId = randomUUID();
       let row: repo.KbDocumentRow | undefined;
       try {
-        row = await uploadInsertsOf(deps).insert({
+        row = await uploadStateOf(deps).inserts.insert({
           document: {
             id: documentId,
             owner_id: ctx.owner.id,
@@ -149,19 +153,22 @@ export const kbDocumentsRouter = router({
           content: inline ? input.file.bytes : undefined,
         });
       } catch (error) {
-        await freeBlob();
-        if (!isForeignKeyViolation(error, 'kb_documents_config_id_fkey')) throw error;
+        if (!isForeignKeyViolation(error, 'kb_documents_config_id_fkey')) {
+          await freeBlobUnlessHeld();
+          throw error;
+        }
         // Deleted since this instance saw it (or during this upload): a put may have made its folder again.
         target.forget();
         if (blobKey) await deps.blobs.deletePrefix(configId);
         throw configNotFound();
       }
-      if (row) {
+      const existing = row ?? (await repo.findDocumentByHash(db, configId, contentHash));
+      // Our own row (a group's statement that committed unseen, then this upload retried alone) is a new document.
+      if (existing?.id === documentId) {
         deps.jobs.notify();
-        return { document: repo.toKbDocument(row), duplicate: false };
+        return { document: repo.toKbDocument(existing), duplicate: false };
       }
-      await freeBlob();
-      const existing = await repo.findDocumentByHash(db, configId, contentHash);
+      if (blobKey) await deps.blobs.delete(blobKey);
       // Deleted between the insert and this look-up: as if it had never been there, the caller may upload again.
       if (!existing) throw new AppError('CONFLICT', 'The document was deleted while it was uploaded again; upload it once more');
       ctx.response.status = 200;

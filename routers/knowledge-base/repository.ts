@@ -3,7 +3,7 @@ import type { DB, DocumentStage, KbConfigsTable, KbDocumentsTable, KbToolSetting
 import { jsonb } from '../../db/json.ts';
 import { toIso } from '../../schema/common.ts';
 import { jobInsertsFor, jobPayloadNames, type NewJob } from '../jobs/repository.ts';
-import { encodeVectors } from './search-repository.ts';
+import { nthVector } from './search-repository.ts';
 
 export type KbConfigRow = Selectable<KbConfigsTable>;
 export type KbDocumentRow = Selectable<KbDocumentsTable>;
@@ -325,7 +325,6 @@ export async function replaceChunks(db: Db, configId: string, version: number, d
   for (let i = 0; i < chunks.length; i += CHUNK_ROWS_PER_STATEMENT) {
     const part = chunks.slice(i, i + CHUNK_ROWS_PER_STATEMENT);
     const withVector = part.filter((c) => c.vector);
-    const width = (withVector[0]?.vector?.length ?? 0) * 4;
     // The vectors' foreign key is checked at the statement's end, after the chunks' insert.
     await sql`
       with new_chunk as (
@@ -339,8 +338,10 @@ export async function replaceChunks(db: Db, configId: string, version: number, d
           as c(id, document_id, chunk_index, page, text, term_count, token_count, terms, tfs)
       )
       insert into kb_vectors (chunk_id, config_id, version, embedding)
-      select v.chunk_id, ${configId}::uuid, ${version}::int,
-             substring(${encodeVectors(withVector.map((c) => c.vector!))}::bytea from (v.n - 1)::int * ${width}::int + 1 for ${width}::int)
+      select v.chunk_id, ${configId}::uuid, ${version}::int, ${nthVector(
+        withVector.map((c) => c.vector!),
+        sql.ref('v.n'),
+      )}
         from unnest(cast(${withVector.map((c) => c.id)} as uuid[])) with ordinality as v(chunk_id, n)`.execute(db);
   }
 }

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { DB } from '../../db/types.ts';
 import { BM25_DEFAULT_B, BM25_DEFAULT_K1, termFrequencies } from '../../adapters/outbound/text/text-analysis.ts';
 
@@ -75,15 +75,24 @@ export function decodeVector(bytes: Uint8Array): Float32Array {
 }
 
 /**
- * Writes vectors of one embedding version. All of a statement's vectors travel as one bytea parameter, cut into
- * rows in SQL, so the statement's text does not depend on the row count (parsed and planned once).
+ * Row `n` (counted from 1, a column of the statement) of these vectors, cut in SQL out of one bytea parameter that
+ * carries them all: a statement's text then does not depend on its row count (parsed and planned once). Every write
+ * of vectors uses it, so the stored layout (encodeVectors) is said once.
  */
+export function nthVector(vectors: Float32Array[], n: RawBuilder<unknown>) {
+  const width = (vectors[0]?.length ?? 0) * 4;
+  return sql`substring(${encodeVectors(vectors)}::bytea from (${n} - 1)::int * ${width}::int + 1 for ${width}::int)`;
+}
+
+/** Writes vectors of one embedding version, up to 1,000 to a statement. */
 export async function insertVectorRows(db: Db, rows: Array<{ chunkId: string; configId: string; version: number; vector: Float32Array }>) {
   for (let i = 0; i < rows.length; i += 1000) {
     const batch = rows.slice(i, i + 1000);
-    const width = (batch[0]?.vector.length ?? 0) * 4;
     await sql`insert into kb_vectors (chunk_id, config_id, version, embedding)
-        select v.chunk_id::uuid, v.config_id::uuid, v.version, substring(${encodeVectors(batch.map((r) => r.vector))}::bytea from (v.n - 1)::int * ${width}::int + 1 for ${width}::int)
+        select v.chunk_id::uuid, v.config_id::uuid, v.version, ${nthVector(
+          batch.map((r) => r.vector),
+          sql.ref('v.n'),
+        )}
         from unnest(cast(${batch.map((r) => r.chunkId)} as text[]), cast(${batch.map((r) => r.configId)} as text[]), cast(${batch.map((r) => r.version)} as int[]))
           with ordinality as v(chunk_id, config_id, version, n)
         on conflict (chunk_id, version) do nothing`.execute(db);
