@@ -162,13 +162,15 @@ export const kbDocumentsRouter = router({
         if (blobKey) await deps.blobs.deletePrefix(configId);
         throw configNotFound();
       }
-      const existing = row ?? (await repo.findDocumentByHash(db, configId, contentHash));
+      const found = row ?? (await repo.findDocumentByHash(db, configId, contentHash));
       // Our own row (a group's statement that committed unseen, then this upload retried alone) is a new document.
-      if (existing?.id === documentId) {
+      if (found?.id === documentId) {
         deps.jobs.notify();
-        return { document: repo.toKbDocument(existing), duplicate: false };
+        return { document: repo.toKbDocument(found), duplicate: false };
       }
-      if (blobKey) await deps.blobs.delete(blobKey);
+      // Another upload's: this one's file is not needed. The answer is read after the file is freed, so a
+      // deletion of that document meanwhile is seen (the 409 below) rather than answered as a duplicate.
+      const existing = blobKey ? await deps.blobs.delete(blobKey).then(() => repo.findDocumentByHash(db, configId, contentHash)) : found;
       // Deleted between the insert and this look-up: as if it had never been there, the caller may upload again.
       if (!existing) throw new AppError('CONFLICT', 'The document was deleted while it was uploaded again; upload it once more');
       ctx.response.status = 200;
