@@ -9,10 +9,9 @@ import { legacyLookup, type LegacyRoute } from './legacy.ts';
 import { readMultipart } from './multipart.ts';
 import { buildRouteTable, type RestRoute } from './routes.ts';
 import { streamEvents } from './sse.ts';
+import { procedureRunner } from '../call-procedure.ts';
 import { PLAN_RULES } from '../../../schema/plans.ts';
 import { enforceRateLimit } from '../../../routers/trpc.ts';
-
-type ProcedureFn = (input: unknown) => Promise<unknown>;
 
 /** The rate-limit name of requests that name no operation: not a procedure path (no procedure has parentheses), no colon. */
 const UNMATCHED_OPERATION = '(unmatched)';
@@ -87,10 +86,7 @@ function sendDocument(req: IncomingMessage, res: ServerResponse, doc: RestDocume
 export function createRestHandler(options: RestHandlerOptions) {
   const table = buildRouteTable(options.router);
   const legacy = legacyLookup(options.legacyRoutes);
-  const callerFactory = (options.router as unknown as { createCaller: (ctx: Context) => unknown }).createCaller;
-
-  const procedureOf = (caller: unknown, route: RestRoute): ProcedureFn =>
-    route.procedurePath.split('.').reduce<any>((node, key) => node[key], caller) as ProcedureFn;
+  const runners = new Map(table.routes.map((route) => [route.procedurePath, procedureRunner(options.router, route.procedurePath)]));
 
   async function readInput(req: IncomingMessage, route: RestRoute, url: URL, params: Record<string, string>, ctx: Context) {
     const method = req.method ?? 'GET';
@@ -183,7 +179,7 @@ export function createRestHandler(options: RestHandlerOptions) {
     const flat = legacyTarget !== undefined || route.meta.flat === true;
     try {
       const input = await readInputCounted(req, route, url, params, ctx);
-      const output = await procedureOf(callerFactory(ctx), route)(input);
+      const output = await runners.get(route.procedurePath)!(ctx, input);
       if (route.meta.sse && isAsyncIterable(output)) return await streamEvents(res, output, ctx);
       if (route.meta.rawResponse) {
         const raw = output as { contentType: string; body: Uint8Array; cacheControl?: string };
