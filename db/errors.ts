@@ -9,3 +9,13 @@ export const isForeignKeyViolation = (error: unknown, constraint?: string) => {
   const fields = error as { code?: string; constraint?: string; constraint_name?: string } | null;
   return fields?.code === '23503' && (constraint === undefined || (fields.constraint ?? fields.constraint_name) === constraint);
 };
+
+/**
+ * The database itself refused the statement (it reported a SQLSTATE outside class 08, connection exception), so an
+ * autocommit statement so refused was rolled back. Any other error (the connection lost, the embedded database's
+ * thread gone) leaves the outcome unknown: the server may still commit a statement its client gave up on.
+ */
+export const isRefusedByDatabase = (error: unknown) => {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !code.startsWith('08');
+};

@@ -11,7 +11,7 @@ import { configNotFound, ownedConfigId } from './configs-router.ts';
 import { documentFairKey, INGEST_JOB, type IngestPayload } from './jobs.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import type { AppDeps } from '../context.ts';
-import { isForeignKeyViolation } from '../../db/errors.ts';
+import { isForeignKeyViolation, isRefusedByDatabase } from '../../db/errors.ts';
 import { createUploadInserts, type UploadInserts } from './upload-inserts.ts';
 
 const tags = ['Knowledge base'];
@@ -121,14 +121,6 @@ export const kbDocumentsRouter = router({
       // the insert itself (kb_document_contents), a larger one's to the blob store first.
       const inline = input.file.bytes.byteLength <= INLINE_CONTENT_MAX_BYTES;
       const blobKey = inline ? null : await deps.blobs.put(configId, input.file.bytes);
-      // An insert can fail with its outcome unknown (the connection lost after COMMIT), and a group's statement
-      // that committed but was reported failed is retried upload by upload, each then meeting its own row as a
-      // duplicate. The blob is freed only once no row can hold it; an orphaned file beats a document without one.
-      const freeBlobUnlessHeld = async () => {
-        if (!blobKey) return;
-        const holder = await repo.findDocumentByHash(db, configId, contentHash).catch(() => 'unknown' as const);
-        if (holder !== 'unknown' && holder?.blob_key !== blobKey) await deps.blobs.delete(blobKey);
-      };
       const documentId = randomUUID();
       let row: repo.KbDocumentRow | undefined;
       try {
@@ -154,10 +146,13 @@ export const kbDocumentsRouter = router({
         });
       } catch (error) {
         if (!isForeignKeyViolation(error, 'kb_documents_config_id_fkey')) {
-          await freeBlobUnlessHeld();
+          // Freed only when the database refused the insert. After an error whose outcome is unknown (the
+          // connection lost, perhaps after COMMIT, or while the statement still runs on the server) a row may hold
+          // the file now or later: an orphaned file beats a document whose original is gone.
+          if (blobKey && isRefusedByDatabase(error)) await deps.blobs.delete(blobKey);
           throw error;
         }
-        // Deleted since this instance saw it (or during this upload): a put may have made its folder again.
+        // Deleted since this instance saw it (or during this upload): a put may have made its folder again (this upload's file went with it).
         target.forget();
         if (blobKey) await deps.blobs.deletePrefix(configId);
         throw configNotFound();

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type KyselyPlugin, RawNode, type ValueNode } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 import { until } from '../helpers/eventually.ts';
 import { INLINE_CONTENT_MAX_BYTES } from '../../routers/knowledge-base/documents-router.ts';
@@ -18,6 +18,9 @@ const uploadStatements = {
   failGroups: 0,
   /** Statements of one upload to fail after they committed. */
   failSingles: 0,
+  /** Statements of one upload the database refuses (never run), with this SQLSTATE. */
+  refuseSingles: 0,
+  refusal: '40P01',
   /** Results of the next statements held until `release` is called. */
   hold: 0,
   held: [] as Array<() => void>,
@@ -36,6 +39,9 @@ const lostAnswers: KyselyPlugin = {
       } else if (rows > 1 && uploadStatements.failGroups > 0) {
         uploadStatements.failGroups--;
         failing.add(queryId.queryId);
+      } else if (rows === 1 && uploadStatements.refuseSingles > 0) {
+        uploadStatements.refuseSingles--;
+        throw Object.assign(new Error('deadlock detected'), { code: uploadStatements.refusal });
       } else if (rows === 1 && uploadStatements.failSingles > 0) {
         uploadStatements.failSingles--;
         failing.add(queryId.queryId);
@@ -77,12 +83,25 @@ const blobPath = async (documentId: string) => {
   return join(app.deps.config.DATA_DIR, 'blobs', row.blob_key!);
 };
 
+/** Files whose put has finished: the upload's insert follows in the same continuation. */
+let putsDone = 0;
+
 beforeAll(async () => {
   app = await startTestApp({ RATE_LIMIT_UPLOAD: '1000' });
+  const put = app.deps.blobs.put.bind(app.deps.blobs);
+  app.deps.blobs.put = async (prefix, bytes) => {
+    const key = await put(prefix, bytes);
+    putsDone++;
+    return key;
+  };
   // Before any upload: the uploads' statements are built on the database this instance's uploads first see.
   app.deps.database.db = app.deps.database.db.withPlugin(lostAnswers);
   a = await app.signUp('outcome-a');
   b = await app.signUp('outcome-b');
+});
+afterEach(() => {
+  Object.assign(uploadStatements, { failGroups: 0, failSingles: 0, refuseSingles: 0, hold: 0 });
+  for (const release of uploadStatements.held.splice(0)) release();
 });
 afterAll(() => app?.stop());
 
@@ -104,6 +123,17 @@ describe('an upload whose insert committed but whose answer was lost', () => {
     expect(again.body.data).toMatchObject({ duplicate: true, document: { id: document!.id, status: 'completed' } });
   });
 
+  it('an insert the database refused frees the file it would have held', async () => {
+    const configId = await newConfig(a.token, 'Refused insert');
+    uploadStatements.refuseSingles = 1;
+    const refused = await upload(a.token, configId, 'refused.txt', blobLargerThanInline('A refused upload leaves nothing behind. '));
+    expect(refused.status).toBe(500);
+    expect(refused.text).not.toContain('deadlock');
+    expect(await settledDocuments(a.token, configId)).toEqual([]);
+    const blobFolder = join(app.deps.config.DATA_DIR, 'blobs', configId);
+    expect(existsSync(blobFolder) ? readdirSync(blobFolder) : []).toEqual([]);
+  });
+
   it("a group's statement reported failed after it committed: each upload is still a new document with its file", async () => {
     const configId = await newConfig(a.token, 'Lost group answer');
     const otherOwnersConfig = await newConfig(b.token, 'Same contents elsewhere');
@@ -112,15 +142,14 @@ describe('an upload whose insert committed but whose answer was lost', () => {
     uploadStatements.hold = 2;
     uploadStatements.failGroups = 1;
     const failedBefore = uploadStatements.failed;
+    const putsBefore = putsDone;
     const answers = Promise.all(files.map((bytes, i) => upload(a.token, configId, `grouped-${i}.txt`, bytes)));
     await until(async () => (uploadStatements.held.length === 2 ? true : undefined), 'the first two statements held');
     // Another owner's upload of the same content goes on meanwhile: grouping never spans knowledge bases.
     const elsewhere = await upload(b.token, otherOwnersConfig, 'grouped-0.txt', files[0]!);
     expect(elsewhere.status).toBe(201);
-    // Every upload puts its file just before its insert: once all six are there, the four wait behind the two.
-    const blobFolder = join(app.deps.config.DATA_DIR, 'blobs', configId);
-    await until(async () => (existsSync(blobFolder) && readdirSync(blobFolder).length === 6 ? true : undefined), 'all six files put');
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Every upload asks for its insert as soon as its file is put: once all six are, the four wait behind the two.
+    await until(async () => (putsDone - putsBefore === 7 ? true : undefined), 'all files put');
     for (const release of uploadStatements.held.splice(0)) release();
 
     const settled = await answers;
