@@ -39,8 +39,9 @@ export type ProcedureRunner = (ctx: object, rawInput: unknown) => Promise<unknow
  * of what a middleware adds to the context, and a failure thrown as the same TRPCError (a chain that never calls
  * `next()` is a 500 either way, with our message). The difference is only the building of each layer's options:
  * tRPC's loop copies them with a transpiled spread helper twice per layer and the whole context once more (14% of an
- * authenticated REST request's CPU in `bench:http`'s profile), where this builds one object literal per layer. Built once per route; the REST adapter's tests run every procedure
- * through it, so a change in tRPC's middleware contract shows there.
+ * authenticated REST request's CPU in `bench:http`'s profile), where this builds one object literal per layer.
+ * Built once per route; the REST adapter's tests run every procedure through it, so a change in tRPC's middleware
+ * contract shows there.
  */
 export function procedureRunner(router: AnyRouter, path: string): ProcedureRunner {
   const procedure = (router._def.procedures as Record<string, ProcedureDefinition | undefined>)[path];

@@ -152,7 +152,8 @@ export const kbDocumentsRouter = router({
           if (blobKey && isRefusedByDatabase(error)) await deps.blobs.delete(blobKey);
           throw error;
         }
-        // Deleted since this instance saw it (or during this upload): a put may have made its folder again (this upload's file went with it).
+        // Deleted since this instance saw it (or during this upload): a put may have made its folder again, and
+        // this upload's file goes with it.
         target.forget();
         if (blobKey) await deps.blobs.deletePrefix(configId);
         throw configNotFound();
