@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { createSocket } from 'node:dgram';
+import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
 /**
@@ -23,15 +24,52 @@ export interface TestDnsServer {
   close(): Promise<void>;
 }
 
-export const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
+/** The kernel's ephemeral port range (for `listen(0)` and outgoing sockets); Linux's default when unreadable. */
+function ephemeralRange(): [number, number] {
+  try {
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (Number.isInteger(low) && Number.isInteger(high)) return [low!, high!];
+  } catch {
+    // not Linux: the default below
+  }
+  return [32768, 60999];
+}
+
+/** Whether 127.0.0.1:port can be bound now, over TCP and UDP (the DNS server listens on both). */
+async function bindable(port: number): Promise<boolean> {
+  const tcp = createServer();
+  const udp = createSocket('udp4');
+  const bound = await Promise.all([
+    new Promise<boolean>((resolve) => {
+      tcp.once('error', () => resolve(false));
+      tcp.listen(port, '127.0.0.1', () => resolve(true));
+    }),
+    new Promise<boolean>((resolve) => {
+      udp.once('error', () => resolve(false));
+      udp.bind(port, '127.0.0.1', () => resolve(true));
+    }),
+  ]);
+  await Promise.all([new Promise((resolve) => tcp.close(resolve)), new Promise<void>((resolve) => udp.close(() => resolve()))]);
+  return bound.every(Boolean);
+}
+
+const LOWEST_PORT = 10_000;
+
+/**
+ * A port for a child process (pebble, pebble-challtestsrv) to listen on, chosen below the ephemeral range. It is
+ * released before the child binds it, seconds later (the service must know the CA's address before it starts); a
+ * port from the ephemeral range could meanwhile go to any `listen(0)` or outgoing socket of the test files running
+ * in parallel (a test app's listener once took the CA's port, and the CA's readiness check met the app's
+ * certificate). Below the range only another choice like this one can collide, and the probe sees a taken port.
+ */
+export async function freePort(): Promise<number> {
+  const [low] = ephemeralRange();
+  for (let attempt = 0; attempt < 100 && low > LOWEST_PORT; attempt++) {
+    const port = LOWEST_PORT + Math.floor(Math.random() * (low - LOWEST_PORT));
+    if (await bindable(port)) return port;
+  }
+  throw new Error(`no free port found between ${LOWEST_PORT} and ${low}`);
+}
 
 const fqdn = (name: string) => (name.endsWith('.') ? name : `${name}.`);
 
