@@ -24,15 +24,15 @@ export interface TestDnsServer {
   close(): Promise<void>;
 }
 
-/** The kernel's ephemeral port range (for `listen(0)` and outgoing sockets); Linux's default when unreadable. */
-function ephemeralRange(): [number, number] {
+/** The lowest port of the kernel's ephemeral range (for `listen(0)` and outgoing sockets); Linux's default when unreadable. */
+function ephemeralLow(): number {
   try {
-    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
-    if (Number.isInteger(low) && Number.isInteger(high)) return [low!, high!];
+    const low = Number.parseInt(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8'), 10);
+    if (Number.isInteger(low)) return low;
   } catch {
     // not Linux: the default below
   }
-  return [32768, 60999];
+  return 32768;
 }
 
 /** Whether 127.0.0.1:port can be bound now, over TCP and UDP (the DNS server listens on both). */
@@ -63,7 +63,7 @@ const LOWEST_PORT = 10_000;
  * certificate). Below the range only another choice like this one can collide, and the probe sees a taken port.
  */
 export async function freePort(): Promise<number> {
-  const [low] = ephemeralRange();
+  const low = ephemeralLow();
   for (let attempt = 0; attempt < 100 && low > LOWEST_PORT; attempt++) {
     const port = LOWEST_PORT + Math.floor(Math.random() * (low - LOWEST_PORT));
     if (await bindable(port)) return port;
