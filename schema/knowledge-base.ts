@@ -1,16 +1,14 @@
 import { z } from 'zod';
 import { idParam, timestamp } from './common.ts';
 
-/** The spec's sample sends temperature as a numeric string; accept both, and nothing else. */
+/**
+ * The spec's sample sends temperature as a numeric string; accept both, and nothing else. The number branch is `inner`
+ * itself, so the OpenAPI document (generated from the input side) carries its range and integer rule.
+ */
 const numeric = (inner: z.ZodNumber) =>
   z
-    .union([
-      z.number(),
-      z
-        .string()
-        .regex(/^-?\d+(\.\d+)?$/, 'must be a number written in decimal digits')
-        .transform(Number),
-    ])
+    .union([inner, z.string().regex(/^-?\d+(\.\d+)?$/, 'must be a number written in decimal digits')])
+    .transform(Number)
     .pipe(inner);
 
 export const kbLanguageSchema = z.enum(['en', 'es', 'fr', 'de', 'pt', 'other']);

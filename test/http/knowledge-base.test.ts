@@ -82,6 +82,20 @@ describe('knowledge-base configurations', () => {
     expect((await app.request('PATCH', `/api/v1/knowledge-base/configs/${configId}`, { token: a.token, body: { temperature: -0.1 } })).status).toBe(400);
   });
 
+  it('documents the range of temperature and the integer rule of maxTokens in the OpenAPI document', async () => {
+    const doc = (await app.request('GET', '/api/v1/openapi.json')).body;
+    for (const [path, method] of [
+      ['/api/v1/knowledge-base/configs', 'post'],
+      ['/api/v1/knowledge-base/configs/{id}', 'patch'],
+    ] as const) {
+      const properties = doc.paths[path][method].requestBody.content['application/json'].schema.properties;
+      const numberBranch = (field: string) => properties[field].anyOf.find((branch: { type: string }) => branch.type !== 'string');
+      expect(numberBranch('temperature'), `${method} ${path}`).toMatchObject({ type: 'number', minimum: 0, maximum: 2 });
+      expect(numberBranch('maxTokens'), `${method} ${path}`).toMatchObject({ type: 'integer', minimum: 1, maximum: 32_000 });
+      expect(properties.temperature.anyOf.find((branch: { type: string }) => branch.type === 'string')).toMatchObject({ pattern: expect.any(String) });
+    }
+  });
+
   it('keeps temperature to two decimals, so a value too small for the column is 0, not a database error', async () => {
     for (const [temperature, stored] of [
       [1e-320, 0],
