@@ -77,4 +77,23 @@ describe('unmatched REST requests and the rate limit', () => {
     expect(asset.body).toMatchObject({ success: false, error: { code: 'NOT_FOUND' } });
     expectHeaders(asset, '3', 'asset');
   });
+
+  it('documents (openapi.json, the docs page) carry the headers and share a budget of their own, then answer 429', async () => {
+    const reader = await app.signUp('documents-reader');
+    const paths = ['/api/v1/openapi.json', '/api/v1/docs', '/api/v1/openapi.json', '/api/v1/docs', '/api/v1/openapi.json'];
+    for (const [i, path] of paths.entries()) {
+      const res = await send('GET', path, reader.token);
+      expect(res.status, path).toBe(200);
+      expectHeaders(res, String(4 - i), path);
+    }
+    const refused = await send('GET', '/api/v1/openapi.json', reader.token);
+    expect(refused.status).toBe(429);
+    expect(refused.body).toMatchObject({ success: false, error: { code: 'RATE_LIMITED' } });
+    expectHeaders(refused, '0', 'refused document');
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    // Not the unmatched budget, nor an operation's.
+    const unknown = await send('GET', '/api/v1/no-such-path', reader.token);
+    expect(unknown.status).toBe(404);
+    expectHeaders(unknown, '4', 'unmatched after documents');
+  });
 });

@@ -15,6 +15,8 @@ import { enforceRateLimit } from '../../../routers/trpc.ts';
 
 /** The rate-limit name of requests that name no operation: not a procedure path (no procedure has parentheses), no colon. */
 const UNMATCHED_OPERATION = '(unmatched)';
+/** The rate-limit name of the documents (openapi.json, the docs page and its assets), a budget of the default size. */
+const DOCUMENTS = '(documents)';
 
 const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> => typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
 
@@ -51,8 +53,13 @@ function findDocument(documents: Record<string, DocumentSource>, path: string): 
   return undefined;
 }
 
-function sendDocument(req: IncomingMessage, res: ServerResponse, doc: RestDocument): void {
-  const headers: Record<string, string> = { ...doc.headers, 'Content-Type': doc.contentType, 'Cache-Control': doc.cacheControl ?? 'no-cache' };
+function sendDocument(req: IncomingMessage, res: ServerResponse, doc: RestDocument, rateLimitHeaders: Record<string, string>): void {
+  const headers: Record<string, string> = {
+    ...rateLimitHeaders,
+    ...doc.headers,
+    'Content-Type': doc.contentType,
+    'Cache-Control': doc.cacheControl ?? 'no-cache',
+  };
   if (doc.etag) {
     headers.ETag = doc.etag;
     if (
@@ -162,7 +169,14 @@ export function createRestHandler(options: RestHandlerOptions) {
     if (document && (method === 'GET' || method === 'HEAD')) {
       const doc = await document.source(document.subPath);
       if (!doc) return refuseUnmatched(res, ctx, url, method, new AppError('NOT_FOUND', 'Route not found', `${url.pathname} is not a document`));
-      return sendDocument(req, res, doc);
+      // Every answer under /api carries the rate-limit headers (the spec), and the largest document is not free to
+      // fetch in a loop: the documents share one budget per caller.
+      try {
+        await enforceRateLimit(ctx, 'default', DOCUMENTS);
+      } catch (error) {
+        return sendFailure(res, ctx, url, method, error);
+      }
+      return sendDocument(req, res, doc, ctx.responseHeaders);
     }
     const legacyTarget = legacy(method, url.pathname);
     const match = table.match(method === 'HEAD' ? 'GET' : method, legacyTarget ?? url.pathname);
