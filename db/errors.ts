@@ -1,3 +1,5 @@
+import { NoResultError } from 'kysely';
+
 /** Postgres unique violation (SQLSTATE 23505), as raised by both postgres.js and PGlite. */
 export const isUniqueViolation = (error: unknown) => (error as { code?: string } | null)?.code === '23505';
 
@@ -9,6 +11,9 @@ export const isForeignKeyViolation = (error: unknown, constraint?: string) => {
   const fields = error as { code?: string; constraint?: string; constraint_name?: string } | null;
   return fields?.code === '23503' && (constraint === undefined || (fields.constraint ?? fields.constraint_name) === constraint);
 };
+
+/** A statement expected to return a row returned none (Kysely's `executeTakeFirstOrThrow`). */
+export const isNoResult = (error: unknown) => error instanceof NoResultError;
 
 /**
  * The database itself refused the statement (it reported a SQLSTATE outside class 08, connection exception), so an

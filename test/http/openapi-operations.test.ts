@@ -131,7 +131,7 @@ describe('what the listener answers before an operation is chosen', () => {
 describe('the error-tracking example', () => {
   it('documents no success, only its errors, and answers the 500', async () => {
     const responses = operation('GET', '/api/v1/error-tracking-example-api').responses;
-    expect(Object.keys(responses)).toEqual(['400', '403', '408', '429', '431', '500']);
+    expect(Object.keys(responses)).toEqual(['400', '403', '404', '408', '429', '431', '500']);
     const res = await app.request('GET', '/api/v1/error-tracking-example-api');
     expect(res.status).toBe(500);
     expect(res.body.error.code).toBe('INTERNAL_ERROR');

@@ -180,10 +180,10 @@ function flatSchema(data: any, schemas: Record<string, any>, where: string) {
 
 /**
  * Every status an operation can answer, derived from what its route declares: its auth rule (401/403), whether it
- * reads a JSON or multipart body (413/415, and 400 for a malformed one), path parameters (404), plus the statuses a
- * procedure declares itself in `meta.openapi.errorResponses` (409, upstream 5xx, ...), and 503 where a body is read
- * (the instance's body memory budget is full). Every operation can answer
- * 400 (any input, even a query string, is checked for storable text), 429 and 500, and what the listener answers
+ * reads a JSON or multipart body (413/415, and 400 for a malformed one), plus the statuses a procedure declares
+ * itself in `meta.openapi.errorResponses` (409, upstream 5xx, ...), and 503 where a body is read (the instance's
+ * body memory budget is full). Every operation can answer 400 (any input, even a query string, is checked for
+ * storable text), 404 (what it names, or relies on, is missing or was deleted while it ran), 429 and 500, and what the listener answers
  * before an operation is chosen (403 for plain HTTP, 408, 431). An operation whose output is
  * `z.never()` has no success response at all.
  */
@@ -241,7 +241,10 @@ function responsesFor(route: RestRoute, data: any, schemas: Record<string, any>)
   );
   responses['408'] = errorRef('REQUEST_TIMEOUT: the headers or the body did not arrive in time');
   responses['431'] = errorRef('HEADERS_TOO_LARGE: the request headers are above the limit');
-  if (route.paramNames.length > 0) responses['404'] = errorRef('Not found (also for resources of other owners)');
+  // Any operation may find what it relies on deleted while it runs (routers/trpc.ts answers that 404), so every one has it.
+  responses['404'] = errorRef(
+    route.paramNames.length > 0 ? 'Not found (also for resources of other owners)' : 'Not found: something this request relies on was deleted while it ran',
+  );
   if (meta.multipart) {
     responses['413'] = errorRef(
       meta.multipart.maxBytes === 'plan'
