@@ -204,6 +204,55 @@ describe('extractDocument: DOCX', () => {
   });
 });
 
+describe("extractDocument: a parser library's failure reads as a fixed reason", () => {
+  const W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"';
+  const CONTENT_TYPES =
+    '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/></Types>';
+  const TEXT = `<w:document ${W}><w:body><w:p><w:r><w:t>Hello</w:t></w:r></w:p></w:body></w:document>`;
+  const docx = (parts: Record<string, string>) =>
+    zipSync(Object.fromEntries(Object.entries({ '[Content_Types].xml': CONTENT_TYPES, ...parts }).map(([name, xml]) => [name, strToU8(xml)])));
+  const XML_REASON = 'The DOCX is damaged: its text (word/document.xml) or another of its parts is not valid XML';
+
+  /** Nothing of the library shows: no name, no "[xmldom error]" marker, no tab, no nested "Error:". */
+  async function expectReason(promise: Promise<unknown>, reason: string): Promise<void> {
+    const error = await expectParseError(promise, /./);
+    expect(error.reason).toBe(reason);
+    for (const leak of ['xmldom', '[', '\t', '\n', 'Error:']) expect(error.reason).not.toContain(leak);
+  }
+
+  it('a word/document.xml with two root elements', async () => {
+    await expectReason(extractDocument('docx', docx({ 'word/document.xml': `${TEXT}<w:document ${W}/>` })), XML_REASON);
+  });
+
+  it('a word/document.xml using an undefined entity', async () => {
+    const entity = `<w:document ${W}><w:body><w:p><w:r><w:t>a &e; b</w:t></w:r></w:p></w:body></w:document>`;
+    await expectReason(extractDocument('docx', docx({ 'word/document.xml': entity })), XML_REASON);
+  });
+
+  it('another part (the styles) that is not valid XML', async () => {
+    await expectReason(extractDocument('docx', docx({ 'word/document.xml': TEXT, 'word/styles.xml': '<w:styles>&q;</w:styles>' })), XML_REASON);
+  });
+
+  it('a word/document.xml that is not XML at all (mammoth fails with a TypeError)', async () => {
+    await expectReason(
+      extractDocument('docx', docx({ 'word/document.xml': 'plain words, no markup' })),
+      'The DOCX is damaged or not a Word document: its content could not be read',
+    );
+  });
+
+  it("an entry the inflater rejects, named without fflate's words or the control characters of its name", async () => {
+    const zip = zipSync({ 'word/\tdocument.xml': [strToU8(TEXT.repeat(50)), { level: 9 }], 'word/document.xml': strToU8(TEXT) });
+    const broken = zip.slice();
+    // The first entry's deflate stream starts after its 30-byte local header and 19-byte name.
+    broken.fill(0xff, 30 + 19, 30 + 19 + 16);
+    await expectReason(extractDocument('docx', broken), 'The DOCX is a damaged ZIP archive: "word/ document.xml" cannot be decompressed');
+  });
+
+  it("a file that is not a PDF at all, without pdf.js's own words", async () => {
+    await expectReason(extractDocument('pdf', strToU8('just some text')), 'The PDF is damaged or not a valid PDF');
+  });
+});
+
 describe('extractDocument: text', () => {
   it('decodes UTF-8, strips the BOM and normalises CRLF', async () => {
     const bytes = new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode('Café line one\r\nline two\rline three')]);

@@ -60,8 +60,30 @@ function nonWhitespaceLength(text: string): number {
   return text.replace(/\s+/g, '').length;
 }
 
-function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+/**
+ * What an owner reads when a parser library fails. The libraries' own messages (xmldom's tab-separated
+ * "[xmldom error]" lines, pdf.js exception text, mammoth's TypeErrors) name our internals and say nothing an owner
+ * can act on, so each failure maps to a fixed sentence; the library's error stays the ParseError's cause.
+ */
+const PARSER_FAILURES = {
+  pdfInvalid: 'The PDF is damaged or not a valid PDF',
+  pdfUnopenable: 'The PDF could not be opened: it is damaged or uses a feature that is not supported',
+  pdfText: "The PDF's text could not be read: the file is damaged or stores its text in a way that is not supported",
+  docxZip: 'The DOCX is not a readable ZIP archive',
+  docxXml: 'The DOCX is damaged: its text (word/document.xml) or another of its parts is not valid XML',
+  docxUnreadable: 'The DOCX is damaged or not a Word document: its content could not be read',
+  unexpected: 'The document could not be read because of an unexpected error while parsing it',
+} as const;
+
+/**
+ * Mammoth's failures by kind. xmldom's report does not say which part it was parsing (mammoth reads the
+ * relationships, styles, numbering and notes before the text), so the XML reason names the likeliest one.
+ */
+function docxFailure(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  // mammoth rethrows xmldom's report as "<level>: [xmldom <level>]\t<message>…" for any XML part.
+  if (text.includes('[xmldom ')) return PARSER_FAILURES.docxXml;
+  return PARSER_FAILURES.docxUnreadable;
 }
 
 /** Collapses runs of blanks, trims lines, keeps at most one blank line, drops control characters. */
@@ -105,7 +127,7 @@ async function extractPdf(bytes: Uint8Array, signal: AbortSignal | undefined): P
       ({ text: texts } = await abortable(extractText(pdf, { mergePages: false }), signal));
     } catch (error) {
       if (error instanceof ParseError) throw error;
-      throw new ParseError(`The PDF's text could not be read: ${message(error)}`, { cause: error });
+      throw new ParseError(PARSER_FAILURES.pdfText, { cause: error });
     }
     checkSignal(signal);
     const pages = texts.map((text, i) => ({ page: i + 1, text: normaliseWhitespace(text) }));
@@ -126,10 +148,8 @@ function pdfOpenError(error: unknown): ParseError {
       cause: error,
     });
   }
-  if (name === 'InvalidPDFException') {
-    return new ParseError(`The PDF is damaged or not a valid PDF (${message(error)})`, { cause: error });
-  }
-  return new ParseError(`The PDF could not be opened: ${message(error)}`, { cause: error });
+  if (name === 'InvalidPDFException') return new ParseError(PARSER_FAILURES.pdfInvalid, { cause: error });
+  return new ParseError(PARSER_FAILURES.pdfUnopenable, { cause: error });
 }
 
 async function extractDocx(bytes: Uint8Array, limits: ZipLimits, signal: AbortSignal | undefined): Promise<ExtractedDocument> {
@@ -138,7 +158,7 @@ async function extractDocx(bytes: Uint8Array, limits: ZipLimits, signal: AbortSi
     check = await checkZipLimits(bytes, limits, signal);
   } catch (error) {
     if (signal?.aborted) throw new ParseError(CANCELLED, { cause: signal.reason });
-    throw new ParseError(`The DOCX could not be read: ${message(error)}`, { cause: error });
+    throw new ParseError(PARSER_FAILURES.docxZip, { cause: error });
   }
   if (!check.ok) {
     throw new ParseError(check.bomb ? `The DOCX looks like a zip bomb: ${check.reason}` : check.reason);
@@ -165,7 +185,7 @@ async function extractDocx(bytes: Uint8Array, limits: ZipLimits, signal: AbortSi
     html = result.value;
   } catch (error) {
     if (error instanceof ParseError) throw error;
-    throw new ParseError(`The DOCX could not be read: ${message(error)}`, { cause: error });
+    throw new ParseError(docxFailure(error), { cause: error });
   }
   checkSignal(signal);
   const text = normaliseWhitespace(htmlToText(html), { keepTabs: true });
@@ -211,6 +231,6 @@ export async function extractDocument(kind: DocumentKind, bytes: Uint8Array, opt
     }
   } catch (error) {
     if (error instanceof ParseError) throw error;
-    throw new ParseError(`The document could not be parsed: ${message(error)}`, { cause: error });
+    throw new ParseError(PARSER_FAILURES.unexpected, { cause: error });
   }
 }

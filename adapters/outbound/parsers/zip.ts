@@ -118,11 +118,11 @@ export function readZipDirectory(bytes: Uint8Array): ZipEntry[] {
 export function entryData(bytes: Uint8Array, entry: ZipEntry): Uint8Array {
   const h = entry.localHeaderOffset;
   if (h + 30 > bytes.length || u32(bytes, h) !== SIG_LOCAL) {
-    throw new ZipFormatError(`the local header of "${entry.name}" is missing`);
+    throw new ZipFormatError(`the local header of ${quoted(entry.name)} is missing`);
   }
   const start = h + 30 + u16(bytes, h + 26) + u16(bytes, h + 28);
   const end = start + entry.compressedSize;
-  if (end > bytes.length) throw new ZipFormatError(`the data of "${entry.name}" runs past the end of the file`);
+  if (end > bytes.length) throw new ZipFormatError(`the data of ${quoted(entry.name)} runs past the end of the file`);
   return bytes.subarray(start, end);
 }
 
@@ -163,7 +163,7 @@ export async function checkZipLimits(bytes: Uint8Array, limits: ZipLimits, signa
   try {
     entries = readZipDirectory(bytes);
   } catch (error) {
-    return { ok: false, bomb: false, reason: `The DOCX is not a readable ZIP archive: ${errorText(error)}` };
+    return { ok: false, bomb: false, reason: `The DOCX is not a readable ZIP archive${ownReason(error)}` };
   }
   if (entries.length > limits.maxEntries) {
     return {
@@ -196,7 +196,7 @@ export async function checkZipLimits(bytes: Uint8Array, limits: ZipLimits, signa
     try {
       data = entryData(bytes, entry);
     } catch (error) {
-      return { ok: false, bomb: false, reason: `The DOCX is a damaged ZIP archive: ${errorText(error)}` };
+      return { ok: false, bomb: false, reason: `The DOCX is a damaged ZIP archive${ownReason(error)}` };
     }
     if (entry.compression === 0) {
       account(data.length);
@@ -218,14 +218,15 @@ export async function checkZipLimits(bytes: Uint8Array, limits: ZipLimits, signa
         return {
           ok: false,
           bomb: false,
-          reason: `The DOCX is a damaged ZIP archive: "${entry.name}" cannot be decompressed (${errorText(error)})`,
+          // fflate's own words ("invalid block type") mean nothing to an owner.
+          reason: `The DOCX is a damaged ZIP archive: ${quoted(entry.name)} cannot be decompressed`,
         };
       }
     } else {
       return {
         ok: false,
         bomb: false,
-        reason: `The DOCX uses an unsupported ZIP compression method (${entry.compression}) for "${entry.name}"`,
+        reason: `The DOCX uses an unsupported ZIP compression method (${entry.compression}) for ${quoted(entry.name)}`,
       };
     }
     if (state.exceeded !== null) return { ok: false, bomb: true, reason: state.exceeded, inflatedBytes: total };
@@ -233,6 +234,13 @@ export async function checkZipLimits(bytes: Uint8Array, limits: ZipLimits, signa
   return { ok: true, entries, inflatedBytes: total };
 }
 
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+/** Our own description of what is wrong with the archive, after a colon; nothing for any other error. */
+function ownReason(error: unknown): string {
+  return error instanceof ZipFormatError ? `: ${error.message}` : '';
+}
+
+/** An entry name as the owner's reason quotes it: control characters (tabs, newlines) out, at most 100 characters. */
+function quoted(name: string): string {
+  const chars = Array.from(name.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' '));
+  return `"${chars.length > 100 ? `${chars.slice(0, 99).join('')}…` : chars.join('')}"`;
 }
