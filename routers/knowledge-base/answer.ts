@@ -38,9 +38,10 @@ function promptMessages(config: KbConfigRow, query: string, passages: RetrievedP
 }
 
 /** What answering uses: retrieval's dependencies, plus the outbound client and the key box for the language model. */
-export type AnswerDeps = Parameters<typeof retrieve>[0] & Pick<AppDeps, 'http' | 'secrets'>;
+export type AnswerDeps = Parameters<typeof retrieve>[0] & Pick<AppDeps, 'http' | 'secrets' | 'config'>;
 
-function llmRequest(deps: Pick<AppDeps, 'secrets'>, config: KbConfigRow, messages: ChatMessage[], signal?: AbortSignal) {
+/** The model is an outbound call like any other: the spec's outbound timeout (OUTBOUND_TIMEOUT_MS) bounds it, streamed or not. */
+function llmRequest(deps: Pick<AppDeps, 'secrets' | 'config'>, config: KbConfigRow, messages: ChatMessage[], signal?: AbortSignal) {
   const llm = config.llm!;
   return {
     baseUrl: llm.baseUrl,
@@ -49,6 +50,7 @@ function llmRequest(deps: Pick<AppDeps, 'secrets'>, config: KbConfigRow, message
     messages,
     temperature: config.temperature,
     maxTokens: config.max_tokens,
+    timeoutMs: deps.config.OUTBOUND_TIMEOUT_MS,
     signal,
   };
 }
@@ -221,10 +223,10 @@ export async function* streamAnswer(deps: AnswerDeps, config: KbConfigRow, query
     }
     // A model's text is not a client's: NUL dropped and lone surrogates replaced, the same in the deltas as in the answer.
     const cleaner = createStreamCleaner();
-    for await (const event of streamChatCompletion(deps.http, {
-      ...llmRequest(deps, config, promptMessages(config, query, passages, options.history ?? []), options.signal),
-      timeoutMs: 120_000,
-    })) {
+    for await (const event of streamChatCompletion(
+      deps.http,
+      llmRequest(deps, config, promptMessages(config, query, passages, options.history ?? []), options.signal),
+    )) {
       if (event.type === 'delta') {
         const text = cleaner.clean(event.text);
         if (text !== '') yield { type: 'delta', text };
