@@ -142,6 +142,11 @@ export function createDispatcher(
       String(req.headers['x-forwarded-proto'] ?? '')
         .split(',')[0]
         ?.trim() === 'https';
+    // RFC 9112: an HTTP/1.1 request without Host is a 400 (the listener lets it through for this envelope).
+    if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
+      res.setHeader('Connection', 'close');
+      return sendError(res, new AppError('BAD_REQUEST', 'Malformed HTTP request', 'An HTTP/1.1 request must carry a Host header'));
+    }
     let url: URL;
     try {
       url = new URL(req.url ?? '/', 'https://service.invalid');

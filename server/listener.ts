@@ -66,15 +66,39 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket) {
     if (socket.bytesRead - answeredBytes > ANSWERED_LINGER_BYTES) socket.destroy();
     return;
   }
-  // A response already under way on this socket cannot be followed by another one. One not yet begun (the request's
-  // body was malformed or never ended while the handler read it) gives way to this answer, as Node's own does; the
-  // handler's later reply then goes nowhere, since the socket is gone.
-  // Under pipelining the pending response can be an earlier, complete request's: the error is not its answer.
-  const pending = (socket as Socket & { _httpMessage?: { headersSent: boolean; req?: { complete: boolean } } })._httpMessage;
-  if (!socket.writable || (pending && (pending.headersSent || pending.req?.complete !== false))) {
+  const pending = (socket as Socket & { _httpMessage?: PendingResponse })._httpMessage;
+  if (!socket.writable) {
     socket.destroy();
     return;
   }
+  // Under pipelining (or a body sent without a length, whose bytes then read as the next request) the pending
+  // response is an earlier, complete request's: that request ran, so its answer goes out first, then this one.
+  if (pending && pending.req?.complete !== false) {
+    answeredAt.set(socket, socket.bytesRead); // the parser fails again on each later chunk: this is its one answer
+    pending.once('finish', () => (socket.writable ? sendClientError(error, socket) : socket.destroy()));
+    pending.once('close', () => {
+      if (!pending.writableFinished) socket.destroy();
+    });
+    return;
+  }
+  // A response already under way for the request in error cannot be followed by another one. One not yet begun (the
+  // request's body was malformed or never ended while the handler read it) gives way to this answer, as Node's own
+  // does; the handler's later reply then goes nowhere, since the socket is gone.
+  if (pending?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  sendClientError(error, socket);
+}
+
+interface PendingResponse {
+  headersSent: boolean;
+  writableFinished: boolean;
+  req?: { complete: boolean };
+  once(event: 'finish' | 'close', listener: () => void): void;
+}
+
+function sendClientError(error: NodeJS.ErrnoException, socket: Socket) {
   const appError = CLIENT_ERRORS[error.code ?? ''] ?? new AppError('BAD_REQUEST', 'Malformed HTTP request', 'The request could not be parsed as HTTP/1.1');
   const status = HTTP_STATUS[appError.code];
   const body = JSON.stringify(errorBody(appError));
@@ -141,6 +165,8 @@ export function createDualListener(
   timeouts: ListenerTimeouts = DEFAULT_LISTENER_TIMEOUTS,
 ): { server: Server; closeConnections(): void } {
   const serverOptions = {
+    // Node would answer a request without Host itself, with a bare 400; dispatch answers it with the envelope.
+    requireHostHeader: false,
     keepAliveTimeout: timeouts.keepAliveMs,
     headersTimeout: timeouts.headersMs,
     requestTimeout: timeouts.requestMs,

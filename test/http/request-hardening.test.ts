@@ -143,6 +143,33 @@ describe('truncated and aborted bodies never end the process', () => {
     expect(JSON.parse(huge.slice(huge.indexOf('\r\n\r\n') + 4)).error.code).toBe('HEADERS_TOO_LARGE');
   });
 
+  it('an HTTP/1.1 request without a Host header gets the error envelope, not a bare 400', async () => {
+    const raw = await rawExchange(Buffer.from('GET /api/v1/health/hosting HTTP/1.1\r\n\r\n'));
+    expect(raw).toMatch(/^HTTP\/1\.1 400 /);
+    expect(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4))).toMatchObject({
+      success: false,
+      error: { code: 'BAD_REQUEST', details: expect.stringMatching(/Host/) },
+    });
+    expect((await health()).status).toBe(200);
+  });
+
+  it('bytes after a complete request that are not a request: the request is answered, then the 400, then the close', async () => {
+    const created = await app.request('POST', '/api/v1/api-keys', { token: a.token, body: { name: 'trailing', chatInterfaceId: ci.id } });
+    expect(created.status, created.text).toBe(201);
+    const id = created.body.data.apiKey.id as string;
+    // A DELETE with a body and no length (what Node's http.request sends when a body is written to it): the body is
+    // the next request's first bytes, and not a request.
+    const head = requestHead('DELETE', `/api/v1/api-keys/${id}`, { Authorization: `Bearer ${a.token}`, 'Content-Type': 'application/json' });
+    const raw = await rawExchange(Buffer.from(`${head}{}`));
+    const answers = raw.match(/HTTP\/1\.1 \d{3}/g);
+    expect(answers, raw).toEqual(['HTTP/1.1 200', 'HTTP/1.1 400']);
+    const last = raw.slice(raw.lastIndexOf('HTTP/1.1 400'));
+    expect(JSON.parse(last.slice(last.indexOf('\r\n\r\n') + 4))).toMatchObject({ success: false, error: { code: 'BAD_REQUEST' } });
+    expect((await app.request('GET', `/api/v1/api-keys/${id}`, { token: a.token })).status).toBe(404);
+    const get = await rawExchange(Buffer.from(`${requestHead('GET', '/api/v1/health/hosting', {})}XYZ`));
+    expect(get.match(/HTTP\/1\.1 \d{3}/g), get).toEqual(['HTTP/1.1 200', 'HTTP/1.1 400']);
+  });
+
   it('headers far over the limit still get the 431 envelope, over TLS and plain HTTP, not a connection reset', async () => {
     // The client writes everything before reading, as curl does: the server must not close with unread bytes.
     const plainExchange = (bytes: Buffer) =>
