@@ -63,6 +63,16 @@ describe('literal paths beside parameterised ones', () => {
     expect(deleted.body.error.message).not.toBe('Route not found');
   });
 
+  it('a malformed %-escape in a path parameter reaches the operation: 401 without credentials, then its own refusal', async () => {
+    for (const path of ['/api/v1/chat-interfaces/%FF', '/api/v1/chat-interfaces/%E0%A4%A', '/api/v1/chat-interfaces/%ED%A0%80', '/api/v1/translations/%ZZ']) {
+      const anonymous = await notAnOperation('GET', path);
+      if (!path.includes('translations')) expect(anonymous.status, path).toBe(401);
+      const res = await notAnOperation('GET', path, owner.token);
+      expect([400, 404], `${path}: ${res.text}`).toContain(res.status);
+      expect((res.body as { error: { message: string } }).error.message, path).not.toBe('Route not found');
+    }
+  });
+
   it('legacy unversioned paths keep their behaviour: their own method is served flat, another is a 404', async () => {
     const collections = await app.request('GET', '/api/knowledge-base/collections/list', { token: owner.token });
     expect(collections.status, collections.text).toBe(200);

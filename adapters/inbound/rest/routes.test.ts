@@ -71,10 +71,12 @@ describe('a path matching a literal route belongs to the literal routes only', (
     expect(outcome(table, 'GET', '/api/v1/accounts/x/callback')).toBeNull();
   });
 
-  it('a literal is compared as sent: an escaped spelling is a parameter value, and a malformed escape matches nothing', () => {
+  it('a literal is compared as sent: an escaped spelling is a parameter value, and a malformed escape is a value as sent', () => {
     expect(outcome(table, 'PATCH', '/api/v1/domains/sy%6Ec')).toEqual({ procedure: 'updateDomain', params: { id: 'sync' } });
-    expect(outcome(table, 'GET', '/api/v1/domains/%E0%A4%A')).toBeNull();
-    expect(outcome(table, 'POST', '/api/v1/domains/%E0%A4%A')).toBeNull();
+    expect(outcome(table, 'PATCH', '/api/v1/domains/%E0%A4%A')).toEqual({ procedure: 'updateDomain', params: { id: '%E0%A4%A' } });
+    expect(outcome(table, 'PATCH', '/api/v1/domains/%FF')).toEqual({ procedure: 'updateDomain', params: { id: '%FF' } });
+    expect(outcome(table, 'GET', '/api/v1/domains/%E0%A4%A')).toEqual({ procedure: 'getDomain', params: { id: '%E0%A4%A' } });
+    expect(outcome(table, 'POST', '/api/v1/domains/%E0%A4%A')).toEqual({ allowed: ['GET', 'PATCH', 'DELETE'] });
   });
 });
 

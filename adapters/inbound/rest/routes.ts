@@ -101,15 +101,20 @@ export function buildRouteTable(router: AnyRouter): RouteTable {
       const captured: string[] = [];
       const node = walk(root, segments, 0, captured);
       if (!node) return null;
-      let values: string[];
-      try {
-        values = captured.map((value) => decodeURIComponent(value));
-      } catch {
-        return null; // a malformed %-escape names no resource
-      }
+      // A malformed %-escape (%FF, %E0%A4%A) is passed on as sent: the route exists, so the caller is authenticated
+      // first and the operation then refuses the value (400 from its schema, or 404: it names no resource).
+      const values = captured.map(decodeParam);
       const route = node.routes.get(method);
       if (!route) return { allowed: [...node.routes.keys()] };
       return { route, params: Object.fromEntries(route.paramNames.map((name, i) => [name, values[i]!])) };
     },
   };
+}
+
+function decodeParam(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
 }
