@@ -125,3 +125,40 @@ describe('SSE streams', () => {
     }
   });
 });
+
+describe('a key the upstream echoes in its reply', () => {
+  // run() sends this key; each stream splits it between two events.
+  const KEY = 'secret-key-123';
+  const [head, tail] = [KEY.slice(0, 5), KEY.slice(5)];
+  const deltasOf = (events: ConnectorStreamEvent[]) => events.flatMap((e) => (e.type === 'delta' ? [e.text] : []));
+
+  it.each([
+    ['openai', (text: string) => `data: ${JSON.stringify({ choices: [{ delta: { content: text } }] })}\n\n`, 'data: [DONE]\n\n'],
+    [
+      'messages',
+      (text: string) => `event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', delta: { type: 'text_delta', text } })}\n\n`,
+      '',
+    ],
+    ['generation', (text: string) => `data: ${JSON.stringify({ candidates: [{ content: { parts: [{ text }], role: 'model' } }] })}\n\n`, ''],
+    ['flow', (text: string) => `${JSON.stringify({ event: 'token', data: { chunk: text } })}\n\n`, ''],
+  ] as const)('is redacted from the %s deltas and the reply, split across two events', async (type, event, last) => {
+    reply.chunks = [event(`your key is ${head}`), event(`${tail} ok`), last];
+    const events = await run(type);
+    expect(deltasOf(events).join('')).toBe('your key is [redacted] ok');
+    for (const delta of deltasOf(events)) expect(delta).not.toContain(head);
+    expect(events.at(-1)).toMatchObject({ type: 'done', reply: { text: 'your key is [redacted] ok' } });
+  });
+
+  it('is redacted from a flow reply that comes whole at the end', async () => {
+    reply.chunks = [`${JSON.stringify({ event: 'end', data: { result: langflowResult(`key ${KEY}`) } })}\n\n`];
+    expect(await run('flow')).toEqual([
+      { type: 'delta', text: 'key [redacted]' },
+      { type: 'done', reply: expect.objectContaining({ text: 'key [redacted]' }) },
+    ]);
+  });
+
+  it('is redacted from a reply the upstream sent as one JSON document on a stream request', async () => {
+    reply = { contentType: 'application/json', chunks: [JSON.stringify({ choices: [{ message: { content: `key ${KEY}` } }] })] };
+    expect(deltasOf(await run('openai'))).toEqual(['key [redacted]']);
+  });
+});

@@ -287,6 +287,26 @@ describe('generic', () => {
   });
 });
 
+describe('a reply that echoes the key', () => {
+  // The mock echoes the visitor's message, so a message holding the key makes each type's reply hold it.
+  const urls = {
+    flow: () => `${mock.url}/langflow/api/v1/run/flow-42`,
+    openai: () => `${mock.url}/v1/chat/completions`,
+    messages: () => `${mock.url}/claude/v1/messages`,
+    generation: () => `${mock.url}/v1beta/models/gemini-2.5-flash:generateContent`,
+    generic: () => `${mock.url}/generic`,
+  };
+
+  it.each(Object.keys(urls) as Array<keyof typeof urls>)('%s: the key is redacted from the reply and from every delta', async (type) => {
+    const req = { endpointUrl: urls[type](), type, apiKey: KEY, message: `my key is Bearer ${KEY}, right?`, sessionId: 's' };
+    const reply = await callEndpoint(http, req);
+    expect(reply.text).toBe('Echo: my key is Bearer [redacted], right?');
+    const streamed = await collect(req);
+    expect(streamed.deltas.join('')).toBe('Echo: my key is Bearer [redacted], right?');
+    expect(streamed.reply.text).toBe('Echo: my key is Bearer [redacted], right?');
+  });
+});
+
 describe('streaming', () => {
   it('closes the upstream request when the consumer stops early', async () => {
     const stream = streamEndpoint(http, { endpointUrl: `${mock.url}/v1/chat/completions`, message: 'a b c d e f g h i j k l m n o p', sessionId: 's' });

@@ -6,12 +6,14 @@
  *
  * The API key travels only in request headers (or in an `api_key`/`key`
  * query parameter the owner left empty for it) and is redacted from every
- * error message and upstream excerpt.
+ * error message and upstream excerpt, and from the reply's text, which the
+ * visitor reads and the history stores (an upstream may echo it even when it
+ * answers 200).
  */
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type { GuardedHttpClient } from '../../http/guarded-client.ts';
-import { readCapped, redactKey, upstreamExcerpt } from '../core/response.ts';
+import { createReplyRedactor, readCapped, redactKey, redactReply, upstreamExcerpt } from '../core/response.ts';
 import { statusError, transportError, type AiUpstreamError } from '../core/upstream-error.ts';
 import { parseSse } from '../sse.ts';
 import { detectEndpointType } from './detect.ts';
@@ -88,19 +90,27 @@ export async function* streamEndpoint(http: GuardedHttpClient, req: ConnectorReq
 
     const handler = createStreamHandler(type, call.excerpt);
     const events = type === 'flow' ? jsonEvents(body) : sseJsonEvents(body);
+    // Holds back the end of the text that may be the start of a key split across two events.
+    const redactor = call.replyRedactor();
     let text = '';
     for await (const event of events) {
       const delta = handler.handle(event.event, event.data);
-      if (delta !== null) {
-        text += delta;
-        yield { type: 'delta', text: delta };
+      const safe = delta === null ? '' : redactor.push(delta);
+      if (safe !== '') {
+        text += safe;
+        yield { type: 'delta', text: safe };
       }
       if (handler.finished && type !== 'flow') break;
+    }
+    const rest = redactor.end();
+    if (rest !== '') {
+      text += rest;
+      yield { type: 'delta', text: rest };
     }
     if (text === '') {
       const fallback = handler.fallbackText();
       if (fallback !== null) {
-        text = fallback;
+        text = call.redactReply(fallback);
         if (text !== '') yield { type: 'delta', text };
       } else if (!handler.sawData) {
         throw invalidResponse('the stream carried no reply events');
@@ -126,6 +136,9 @@ interface PreparedCall {
   body: string;
   timeoutMs: number;
   excerpt: (text: string) => string;
+  /** The reply's text without the key (a complete reply, or the pieces of a streamed one). */
+  redactReply: (text: string) => string;
+  replyRedactor(): ReturnType<typeof createReplyRedactor>;
   toError(err: unknown): AiUpstreamError;
   statusError(status: number, headers: Record<string, string | string[] | undefined>, bodyText: string): AiUpstreamError;
   parseComplete(bodyText: string): { text: string; usage: ConnectorReply['usage'] };
@@ -151,6 +164,8 @@ function prepare(req: ConnectorRequest, stream: boolean): PreparedCall {
     body: JSON.stringify(buildBody(type, req, model, stream, hostOf(url))),
     timeoutMs,
     excerpt,
+    redactReply: (text) => redactReply(text, apiKey),
+    replyRedactor: () => createReplyRedactor(apiKey),
     toError: (err) => transportError('endpoint', err, timeoutMs, redact),
     statusError: (status, headers, bodyText) => statusError('endpoint', status, excerpt(bodyText), firstHeader(headers['retry-after'])),
     parseComplete(bodyText) {
@@ -160,7 +175,8 @@ function prepare(req: ConnectorRequest, stream: boolean): PreparedCall {
       } catch {
         throw invalidResponse('the external API did not return JSON', excerpt(bodyText) || undefined);
       }
-      return extractReply(type, parsed, excerpt);
+      const reply = extractReply(type, parsed, excerpt);
+      return { ...reply, text: redactReply(reply.text, apiKey) };
     },
   };
 }

@@ -34,7 +34,7 @@ export interface ConnectorRequest {
 
 export interface ConnectorReply {
   type: EndpointType;
-  /** Plain text as the upstream sent it (never interpreted as HTML, never stripped). */
+  /** Plain text as the upstream sent it (never interpreted as HTML, never stripped), but for NUL and the API key, redacted. */
   text: string;
   /** HTTP status of the upstream answer. */
   status: number;

@@ -83,13 +83,87 @@ export function reportedErrorText(parsed: unknown): string | null {
   return null;
 }
 
+const REDACTED = '[redacted]';
+
+/** The forms of the key an upstream may echo (raw and URL-encoded); none for no key or one too short to match safely. */
+function keyForms(apiKey: string | undefined): string[] {
+  if (apiKey === undefined || apiKey.length < 4) return [];
+  const encoded = encodeURIComponent(apiKey);
+  return encoded === apiKey ? [apiKey] : [apiKey, encoded];
+}
+
 /** Replaces the key (raw and URL-encoded) wherever an upstream echoed it. */
 export function redactKey(text: string, apiKey: string | undefined): string {
-  if (apiKey === undefined || apiKey.length < 4) return text;
-  let out = text.split(apiKey).join('[redacted]');
-  const encoded = encodeURIComponent(apiKey);
-  if (encoded !== apiKey) out = out.split(encoded).join('[redacted]');
+  let out = text;
+  for (const form of keyForms(apiKey)) out = out.split(form).join(REDACTED);
   return out;
+}
+
+/**
+ * The key rule for a reply's text, which the visitor reads and the history stores. NUL goes first: the stored
+ * text drops it anyway, and a key with NULs inside would come together after the redaction looked for it.
+ */
+export function redactReply(text: string, apiKey: string | undefined): string {
+  return redactKey(text.replaceAll('\u0000', ''), apiKey);
+}
+
+/** How long the end of `text` is that some form starts with: a key the next piece may complete. */
+function partialKeyLength(text: string, forms: readonly string[]): number {
+  let longest = 0;
+  for (const form of forms) {
+    for (let n = Math.min(form.length - 1, text.length); n > longest; n--) {
+      // The first character rules out almost every length before any comparison of the rest.
+      if (text.charCodeAt(text.length - n) === form.charCodeAt(0) && text.endsWith(form.slice(0, n))) {
+        longest = n;
+        break;
+      }
+    }
+  }
+  return longest;
+}
+
+/**
+ * {@link redactReply} for a reply that arrives in pieces, where the key may be split between two of them. Every
+ * whole key form is replaced, scanning from the left as `split` does; of the rest, only an end that begins a key
+ * form is held back until the next piece (or the end of the reply) shows whether the key follows, so ordinary
+ * text streams as it comes.
+ */
+export function createReplyRedactor(apiKey: string | undefined): { push(piece: string): string; end(): string } {
+  const forms = keyForms(apiKey);
+  let pending = '';
+
+  const take = (last: boolean): string => {
+    let out = '';
+    let from = 0;
+    for (;;) {
+      let at = -1;
+      let length = 0;
+      for (const form of forms) {
+        const found = pending.indexOf(form, from);
+        if (found !== -1 && (at === -1 || found < at || (found === at && form.length > length))) {
+          at = found;
+          length = form.length;
+        }
+      }
+      if (at === -1) break;
+      out += pending.slice(from, at) + REDACTED;
+      from = at + length;
+    }
+    const cut = last ? pending.length : pending.length - partialKeyLength(pending.slice(from), forms);
+    out += pending.slice(from, cut);
+    pending = pending.slice(cut);
+    return out;
+  };
+
+  return {
+    push(piece) {
+      pending += piece.replaceAll('\u0000', '');
+      return take(false);
+    },
+    end() {
+      return take(true);
+    },
+  };
 }
 
 /**

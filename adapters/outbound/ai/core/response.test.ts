@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { createReplyRedactor, redactReply } from './response.ts';
+
+const KEY = 'upstream-secret-key-1234567890';
+
+/** What a visitor would read: every piece pushed in order, then the end. */
+function streamed(apiKey: string | undefined, pieces: string[]): { emitted: string[]; text: string } {
+  const redactor = createReplyRedactor(apiKey);
+  const emitted = pieces.map((piece) => redactor.push(piece));
+  emitted.push(redactor.end());
+  return { emitted, text: emitted.join('') };
+}
+
+describe('redactReply', () => {
+  it('replaces the key, raw and URL-encoded, in a complete reply', () => {
+    const key = 'sk/with+special=chars';
+    expect(redactReply(`a ${key} b ${encodeURIComponent(key)} c`, key)).toBe('a [redacted] b [redacted] c');
+  });
+
+  it('drops NUL first, so a key with NULs inside is still found', () => {
+    expect(redactReply(`key: ${KEY.slice(0, 6)}\u0000${KEY.slice(6)}`, KEY)).toBe('key: [redacted]');
+  });
+});
+
+describe('createReplyRedactor', () => {
+  it('catches the key split between two pieces at every position', () => {
+    const reply = `your key is Bearer ${KEY}, keep it safe`;
+    const start = reply.indexOf(KEY);
+    for (let split = start + 1; split < start + KEY.length; split++) {
+      const { emitted, text } = streamed(KEY, [reply.slice(0, split), reply.slice(split)]);
+      expect(text).toBe('your key is Bearer [redacted], keep it safe');
+      for (const piece of emitted) expect(piece).not.toContain(KEY.slice(0, 4));
+    }
+  });
+
+  it('catches the key spread over many one-character pieces, and the URL-encoded key', () => {
+    const key = 'sk/with+special=chars';
+    const reply = `raw ${key} encoded ${encodeURIComponent(key)} end`;
+    expect(streamed(key, Array.from(reply)).text).toBe('raw [redacted] encoded [redacted] end');
+  });
+
+  it('holds back only an end that begins the key, and gives it back when the key does not follow', () => {
+    const redactor = createReplyRedactor(KEY);
+    expect(redactor.push('plain words stream at once')).toBe('plain words stream at once');
+    expect(redactor.push(', then upstream-sec')).toBe(', then ');
+    expect(redactor.push('ond thoughts')).toBe('upstream-second thoughts');
+    expect(redactor.push(' and up')).toBe(' and ');
+    expect(redactor.end()).toBe('up');
+  });
+
+  it('redacts occurrences that overlap as split would, leaving no key in what the visitor reads', () => {
+    // A key that begins as it ends: the second echo starts inside the first.
+    const key = 'abab';
+    const { text } = streamed(key, ['xabab', 'ab', 'aby']);
+    expect(text).toBe('x[redacted][redacted]y');
+    expect(text).not.toContain(key);
+  });
+
+  it('holds nothing back without a key (or with one too short to redact)', () => {
+    expect(streamed(undefined, ['Hel', 'lo']).emitted).toEqual(['Hel', 'lo', '']);
+    expect(streamed('abc', ['ab', 'c']).emitted).toEqual(['ab', 'c', '']);
+  });
+});
