@@ -32,4 +32,11 @@ describe('document pool: prepare', () => {
     expect(failure).toBeInstanceOf(ParseError);
     expect((failure as ParseError).reason).toMatch(/more than the 1 allowed/);
   });
+
+  it("a fault of ours inside the worker reaches the document as a fixed sentence, not the runtime's message", async () => {
+    const failure = await pool.embedLocal(['text'], { dimensions: -1, language: 'en' }).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(ParseError);
+    expect((failure as ParseError).reason).toBe('Embedding failed because of an unexpected error');
+    expect(String((failure as ParseError).cause)).toMatch(/\w/);
+  });
 });

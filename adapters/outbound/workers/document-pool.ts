@@ -46,7 +46,8 @@ export function createDocumentPool(options: DocumentPoolOptions): DocumentPool {
     if (error instanceof WorkerTaskError) {
       return error.errorName === 'ParseError' && typeof error.data.reason === 'string'
         ? new ParseError(error.data.reason)
-        : new ParseError(`${what} failed: ${error.message}`, { cause: error });
+        : // Not a parser's reason but a fault of ours: the owner reads a fixed sentence, the cause keeps the detail.
+          new ParseError(`${what} failed because of an unexpected error`, { cause: error });
     }
     if (!(error instanceof WorkerFailure)) return error as Error;
     switch (error.kind) {
@@ -57,7 +58,7 @@ export function createDocumentPool(options: DocumentPoolOptions): DocumentPool {
       case 'aborted':
         return new ParseError(`${what} was cancelled`, { cause: error });
       case 'crashed':
-        return new ParseError(`${what} stopped unexpectedly (${error.message})`, { cause: error });
+        return new ParseError(`${what} stopped unexpectedly`, { cause: error });
       case 'closed':
         // Shutting down: not the document's fault, so not a ParseError (the job is released and runs again).
         return error;
