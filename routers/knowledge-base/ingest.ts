@@ -25,7 +25,7 @@ import {
 import { recordEvents, webhookEvent, withEvents } from '../webhooks/outbox.ts';
 
 /** Everything a document's processing touches: its bytes, the pool, the embedder, the index and the outbox. */
-type IngestDeps = Pick<AppDeps, 'database' | 'blobs' | 'documentPool' | 'webhookJobs' | 'http' | 'secrets'>;
+type IngestDeps = Pick<AppDeps, 'database' | 'blobs' | 'documentPool' | 'webhookJobs' | 'http' | 'secrets' | 'logger'>;
 
 export interface IngestPayload {
   documentId: string;
@@ -129,11 +129,16 @@ async function recordFailure(deps: IngestDeps, job: Job<IngestPayload>, error: u
   // `processing`. Parsing reports cancellation as a ParseError, which would otherwise fail the document for good.
   if (ctx.signal.aborted) throw error;
   if (error instanceof ParseError) {
+    // A reason with a cause stands for a stopped or failed worker (its deadline, its memory limit, a crash, a fault
+    // of ours): the owner reads the fixed reason, operators the cause.
+    if (error.cause !== undefined)
+      deps.logger.warn('document processing failed unexpectedly', { documentId: job.payload.documentId, reason: error.reason, cause: String(error.cause) });
     await failDocument(deps, job.payload.documentId, error.reason);
     return;
   }
+  // The error itself (a database's, a storage's) is for operators: the queue logs it with the job.
   if (job.attempts >= job.maxAttempts) {
-    await failDocument(deps, job.payload.documentId, `Processing failed after ${job.attempts} attempts: ${(error as Error).message}`);
+    await failDocument(deps, job.payload.documentId, `Processing failed after ${job.attempts} attempts because of an unexpected error; upload the file again`);
   }
   failures.set(job.id, error);
 }

@@ -105,6 +105,28 @@ describe('knowledge-base ingestion in batches', () => {
     expect(await contentVersion(kb)).toBe(before + 1);
   });
 
+  it('a document whose last attempt fails tells its owner so in a fixed sentence; the database error stays in the job', async () => {
+    const { ids } = await knowledgeBaseWith('last-attempt', { 'poison-last.txt': 'This document is refused by the database on its last attempt.' });
+    await sql`create or replace function zz_refuse_last() returns trigger language plpgsql as $$
+      begin
+        if new.status = 'completed' and new.file_name = 'poison-last.txt' then raise exception 'refused for the test: internal detail'; end if;
+        return new;
+      end $$`.execute(db());
+    await sql`create trigger zz_refuse_last before update on kb_documents for each row execute function zz_refuse_last()`.execute(db());
+    try {
+      await sql`update jobs set attempts = max_attempts - 1 where payload->>'documentId' = ${ids['poison-last.txt']!}`.execute(db());
+      await drain();
+    } finally {
+      await sql`drop trigger zz_refuse_last on kb_documents`.execute(db());
+      await sql`drop function zz_refuse_last()`.execute(db());
+    }
+    const failed = await documentOf(ids['poison-last.txt']!);
+    expect(failed).toMatchObject({ status: 'failed', error: expect.stringMatching(/^Processing failed after \d+ attempts because of an unexpected error/) });
+    expect(failed.error).not.toMatch(/refused|internal detail/);
+    const job = await db().selectFrom('jobs').selectAll().where(sql<string>`payload->>'documentId'`, '=', ids['poison-last.txt']!).executeTakeFirstOrThrow();
+    expect(job.last_error).toMatch(/internal detail/);
+  });
+
   it("another owner's upload joins the next batch instead of waiting behind one owner's backlog", async () => {
     const texts = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`bulk-${i}.txt`, `Bulk document number ${i} about tides and currents.`]));
     const bulk = await knowledgeBaseWith('bulk-owner', texts);
