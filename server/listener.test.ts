@@ -111,6 +111,15 @@ describe('the listener bounds how long a connection may take (slowloris)', () =>
     expect(outcome.received).not.toMatch(/^HTTP\/1\.1 400 /);
   });
 
+  it('answers every complete pipelined request before the 400 of the bytes after them, in order', async () => {
+    for (const secure of [true, false]) {
+      const outcome = await send('GET / HTTP/1.1\r\nHost: x\r\n\r\nGET /slow HTTP/1.1\r\nHost: x\r\n\r\nGARBAGE\r\n\r\n', secure);
+      expect(outcome.received.match(/HTTP\/1\.1 \d{3}/g), outcome.received).toEqual(['HTTP/1.1 200', 'HTTP/1.1 200', 'HTTP/1.1 400']);
+      const error = outcome.received.slice(outcome.received.lastIndexOf('HTTP/1.1 400'));
+      expect(JSON.parse(error.slice(error.indexOf('\r\n\r\n') + 4))).toMatchObject({ success: false, error: { code: 'BAD_REQUEST' } });
+    }
+  });
+
   it('closes a TLS handshake that never ends', async () => {
     const outcome = await send(Buffer.from([0x16]), false);
     expect(outcome.received).toBe('');

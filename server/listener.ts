@@ -66,25 +66,32 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket) {
     if (socket.bytesRead - answeredBytes > ANSWERED_LINGER_BYTES) socket.destroy();
     return;
   }
-  const pending = (socket as Socket & { _httpMessage?: PendingResponse })._httpMessage;
+  answerAfterRequestsThatRan(error, socket);
+}
+
+/**
+ * Under pipelining (or a body sent without a length, whose bytes then read as the next request) the socket's
+ * response can be an earlier, complete request's: that request ran, so its answer goes out first, and so does that
+ * of each complete request queued behind it (Node gives the socket to the next one as each finishes), then this one.
+ * A response already under way for the request in error cannot be followed by another one. One not yet begun (the
+ * request's body was malformed or never ended while the handler read it) gives way to this answer, as Node's own
+ * does; the handler's later reply then goes nowhere, since the socket is gone.
+ */
+function answerAfterRequestsThatRan(error: NodeJS.ErrnoException, socket: Socket) {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
-  // Under pipelining (or a body sent without a length, whose bytes then read as the next request) the pending
-  // response is an earlier, complete request's: that request ran, so its answer goes out first, then this one.
-  if (pending && pending.req?.complete !== false) {
+  const pending = (socket as Socket & { _httpMessage?: PendingResponse | null })._httpMessage;
+  if (pending && !pending.writableFinished && pending.req?.complete !== false) {
     answeredAt.set(socket, socket.bytesRead); // the parser fails again on each later chunk: this is its one answer
-    pending.once('finish', () => (socket.writable ? sendClientError(error, socket) : socket.destroy()));
+    pending.once('finish', () => answerAfterRequestsThatRan(error, socket));
     pending.once('close', () => {
       if (!pending.writableFinished) socket.destroy();
     });
     return;
   }
-  // A response already under way for the request in error cannot be followed by another one. One not yet begun (the
-  // request's body was malformed or never ended while the handler read it) gives way to this answer, as Node's own
-  // does; the handler's later reply then goes nowhere, since the socket is gone.
-  if (pending?.headersSent) {
+  if (pending && !pending.writableFinished && pending.headersSent) {
     socket.destroy();
     return;
   }
