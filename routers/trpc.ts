@@ -8,7 +8,6 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { clientKey } from '../adapters/outbound/rate-limit/client-key.ts';
 import { findIllFormedText } from '../schema/text-input.ts';
 import { PLAN_RULES } from '../schema/plans.ts';
-import { isForeignKeyViolation, isNoResult } from '../db/errors.ts';
 
 export type AuthRule = 'public' | 'session' | 'apiKey' | 'sessionOrApiKey' | 'visitor' | 'enterprise' | 'admin' | 'cron' | 'billingSignature';
 export type RateLimitBucket = 'chat' | 'kbQuery' | 'upload' | 'visitorSession' | 'support' | 'default';
@@ -160,18 +159,6 @@ async function checkStorableText(getRawInput: () => Promise<unknown>) {
 }
 
 /**
- * A write whose parent is deleted between its ownership check and its statement (a key for an interface, a change to
- * a knowledge base, a visitor's first message) meets the parent's foreign key, or an update that finds no row. To
- * the caller that parent is gone: a 404 as if the delete had come first, never a 500.
- */
-function whenParentGone<R extends { ok: boolean; error?: { cause?: unknown } }>(result: R): R {
-  const cause = result.ok ? undefined : result.error?.cause;
-  if (cause !== undefined && (isForeignKeyViolation(cause) || isNoResult(cause)))
-    throw new AppError('NOT_FOUND', 'Not found', 'What this request names was deleted while it ran');
-  return result;
-}
-
-/**
  * One middleware per kind of caller, in a fixed order: the rate limit, then who may call (which may add to the
  * context), then the text check. It is one layer rather than three because tRPC copies its options for each layer,
  * and on the hottest routes those copies were a seventh of a request's time.
@@ -181,7 +168,7 @@ function guarded<Added extends object>(authorize: (ctx: Context) => Added | Prom
     await countCall(ctx, meta?.rateLimit, path);
     const added = await authorize(ctx);
     await checkStorableText(getRawInput);
-    return whenParentGone(await next({ ctx: added }));
+    return next({ ctx: added });
   });
 }
 
@@ -191,7 +178,7 @@ function guardedAsIs(authorize: (ctx: Context) => void | Promise<void>) {
     await countCall(ctx, meta?.rateLimit, path);
     await authorize(ctx);
     await checkStorableText(getRawInput);
-    return whenParentGone(await next());
+    return next();
   });
 }
 

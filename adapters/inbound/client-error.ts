@@ -1,5 +1,6 @@
 import { TRPCError } from '@trpc/server';
 import { AppError, describeIssues, type ErrorCode } from '../../schema/errors.ts';
+import { isForeignKeyViolation, isNoResult } from '../../db/errors.ts';
 
 interface Issue {
   path: PropertyKey[];
@@ -33,6 +34,12 @@ export function toClientError(error: unknown): { appError: AppError; unexpected:
   if (cause instanceof AppError) return { appError: cause, unexpected: false };
   if (error instanceof TRPCError && error.code === 'BAD_REQUEST' && isZodLike(cause)) {
     return { appError: new AppError('VALIDATION_FAILED', 'Invalid request parameters', describeIssues(cause.issues)), unexpected: false };
+  }
+  // A write whose parent is deleted between its ownership check and its statement (a key for an interface, a change
+  // to a knowledge base, a visitor's first message, streamed or not) meets the parent's foreign key, or an update that
+  // finds no row. To the caller that parent is gone: a 404 as if the delete had come first, never a 500.
+  if (isForeignKeyViolation(cause) || isNoResult(cause)) {
+    return { appError: new AppError('NOT_FOUND', 'Not found', 'What this request names was deleted while it ran'), unexpected: false };
   }
   if (error instanceof TRPCError && !(cause instanceof Error && error.code === 'INTERNAL_SERVER_ERROR')) {
     const code = FROM_TRPC[error.code];

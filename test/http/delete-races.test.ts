@@ -77,4 +77,32 @@ describe('writes racing the delete of their parent', () => {
       expect(deleted.status, deleted.text).toBe(200);
     }
   });
+
+  it('the same race over Server-Sent Events ends with a NOT_FOUND error event or an answer, never INTERNAL_ERROR', async () => {
+    const stream = (slug: string, key: string, message: string) =>
+      app.request('POST', `/api/v1/chat/${slug}`, { token: key, body: { message }, headers: { accept: 'text/event-stream' } });
+    for (let round = 0; round < ROUNDS; round++) {
+      const { id, slug } = await interfaceWithKnowledgeBase(owner.token);
+      const key = await app.request('POST', '/api/v1/api-keys', { token: owner.token, body: { name: 'widget', chatInterfaceId: id } });
+      expect(key.status, key.text).toBe(201);
+      expect((await stream(slug, key.body.data.key, 'hello')).status).toBe(200);
+      const [first, second, deleted] = await Promise.all([
+        stream(slug, key.body.data.key, 'hello again'),
+        stream(slug, key.body.data.key, 'and again'),
+        app.request('DELETE', `/api/v1/chat-interfaces/${id}`, { token: owner.token }),
+      ]);
+      expect(deleted.status, deleted.text).toBe(200);
+      for (const res of [first, second]) {
+        expectOneOf(res, [200, 401, 404], `round ${round}, streamed chat`);
+        if (res.status !== 200) continue;
+        const events = res.text
+          .split('\n')
+          .filter((line) => line.startsWith('data: ') && line !== 'data: [DONE]')
+          .map((line) => JSON.parse(line.slice(6)));
+        const last = events.at(-1);
+        if (last?.type === 'error') expect(last.error.code, res.text).toBe('NOT_FOUND');
+        else expect(last?.type, res.text).toBe('complete');
+      }
+    }
+  });
 });
