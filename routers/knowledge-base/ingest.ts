@@ -129,10 +129,10 @@ async function recordFailure(deps: IngestDeps, job: Job<IngestPayload>, error: u
   // `processing`. Parsing reports cancellation as a ParseError, which would otherwise fail the document for good.
   if (ctx.signal.aborted) throw error;
   if (error instanceof ParseError) {
-    // A reason with a cause stands for a stopped or failed worker (its deadline, its memory limit, a crash, a fault
-    // of ours): the owner reads the fixed reason, operators the cause.
-    if (error.cause !== undefined)
-      deps.logger.warn('document processing failed unexpectedly', { documentId: job.payload.documentId, reason: error.reason, cause: String(error.cause) });
+    // The owner reads the reason; what failed underneath (a parser library's message, a stopped or crashed worker,
+    // a fault of ours) is for operators.
+    if (error.detail !== undefined)
+      deps.logger.warn('document processing failed', { documentId: job.payload.documentId, reason: error.reason, detail: error.detail });
     await failDocument(deps, job.payload.documentId, error.reason);
     return;
   }

@@ -78,6 +78,11 @@ describe('hostile documents are parsed off the request thread, within limits', (
     const failed = await waitFor(id, (d) => d.status !== 'processing');
     expect(failed).toMatchObject({ status: 'failed', stage: 'failed', chunkCount: 0 });
     expect(failed.error).toBe(`Parsing took longer than ${DEADLINE_MS / 1000} s and was stopped`);
+    // Operators find the failure underneath in the log, beside the reason the owner reads.
+    const logged = app.logs
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .find((l) => l.msg === 'document processing failed' && l.documentId === id);
+    expect(logged).toMatchObject({ level: 'warn', reason: failed.error, detail: expect.stringMatching(/\w/) });
     // The other owner sees none of it.
     expect((await app.request('GET', `/api/v1/knowledge-base/documents?configId=${configId}`, { token: b.token })).status).toBe(404);
   });

@@ -30,11 +30,15 @@ beforeAll(async () => {
     fields: { configId },
   });
   expect(up.status, up.text).toBe(201);
+  let statuses: string[] = [];
   for (let i = 0; i < 300; i++) {
     const docs = await app.request('GET', `/api/v1/knowledge-base/documents?configId=${configId}`, { token: owner.token });
-    if (docs.body.data.documents.every((d: { status: string }) => d.status === 'completed')) break;
+    statuses = docs.body.data.documents.map((d: { status: string }) => d.status);
+    if (statuses.every((status) => status === 'completed')) break;
     await new Promise((r) => setTimeout(r, 100));
   }
+  // Without a passage the model is never called: the document must be searchable first.
+  expect(statuses).toEqual(['completed']);
 });
 afterAll(async () => {
   await app?.stop();

@@ -63,7 +63,7 @@ function nonWhitespaceLength(text: string): number {
 /**
  * What an owner reads when a parser library fails. The libraries' own messages (xmldom's tab-separated
  * "[xmldom error]" lines, pdf.js exception text, mammoth's TypeErrors) name our internals and say nothing an owner
- * can act on, so each failure maps to a fixed sentence; the library's error stays the ParseError's cause.
+ * can act on, so each failure maps to a fixed sentence; the library's message stays in the ParseError's `detail`, for the log.
  */
 const PARSER_FAILURES = {
   pdfInvalid: 'The PDF is damaged or not a valid PDF',

@@ -33,6 +33,16 @@ describe('document pool: prepare', () => {
     expect((failure as ParseError).reason).toMatch(/more than the 1 allowed/);
   });
 
+  it("a parser library's failure crosses from the worker as the owner's fixed reason plus the library's detail for the log", async () => {
+    const failure = await pool
+      .prepare('pdf', new TextEncoder().encode('%PDF-1.7\nnot really a pdf at all'), { ...options, analyse: 'en' })
+      .catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(ParseError);
+    expect((failure as ParseError).reason).toMatch(/^The PDF /);
+    expect((failure as ParseError).detail).toMatch(/\w/);
+    expect((failure as ParseError).detail).not.toBe((failure as ParseError).reason);
+  });
+
   it("a fault of ours inside the worker reaches the document as a fixed sentence, not the runtime's message", async () => {
     const failure = await pool.embedLocal(['text'], { dimensions: -1, language: 'en' }).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(ParseError);

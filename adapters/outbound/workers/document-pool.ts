@@ -45,7 +45,7 @@ export function createDocumentPool(options: DocumentPoolOptions): DocumentPool {
   function reasonFor(error: unknown, what: string): Error {
     if (error instanceof WorkerTaskError) {
       return error.errorName === 'ParseError' && typeof error.data.reason === 'string'
-        ? new ParseError(error.data.reason)
+        ? new ParseError(error.data.reason, { detail: typeof error.data.detail === 'string' ? error.data.detail : undefined })
         : // Not a parser's reason but a fault of ours: the owner reads a fixed sentence, the cause keeps the detail.
           new ParseError(`${what} failed because of an unexpected error`, { cause: error });
     }
