@@ -62,6 +62,8 @@ export const configSchema = z.object({
   RATE_LIMIT_VISITOR_IP: positiveInt(300),
   /** Lifetime of a visitor token; the page renews it with its resume token. */
   VISITOR_TOKEN_TTL_SECONDS: positiveInt(3600),
+  /** A resume token unused for this many days no longer resumes its visitor (at most 100 years: an interval, not a count). */
+  VISITOR_RESUME_IDLE_DAYS: z.coerce.number().int().positive().max(36_500).default(90),
   RATE_LIMIT_WINDOW_SECONDS: positiveInt(60),
   /** Redis key prefix for rate-limit counters; instances that must share counts use the same one. */
   RATE_LIMIT_KEY_PREFIX: z.string().max(64).default('rl:'),

@@ -22,13 +22,17 @@ export async function insertVisitor(db: Kysely<DB>, visitor: { chatInterfaceId: 
   return id;
 }
 
-/** The visitor holding this resume token, if it belongs to this interface; marks it seen. */
-export const resumeVisitor = (db: Kysely<DB>, chatInterfaceId: string, resumeHash: string) =>
+/**
+ * The visitor holding this resume token, if it belongs to this interface and was seen within `idleDays`; marks it
+ * seen. A resume token is a long-lived secret kept in a browser: one left unused that long no longer opens anything.
+ */
+export const resumeVisitor = (db: Kysely<DB>, chatInterfaceId: string, resumeHash: string, idleDays: number) =>
   db
     .updateTable('visitors')
     .set({ last_seen_at: sql`now()` })
     .where('resume_hash', '=', resumeHash)
     .where('chat_interface_id', '=', chatInterfaceId)
+    .where('last_seen_at', '>', sql<Date>`now() - make_interval(days => ${idleDays})`)
     .returning(['id'])
     .executeTakeFirst();
 

@@ -61,7 +61,9 @@ export const visitorsRouter = router({
       const iface = await repo.findPublicInterface(db, input.slug);
       if (!iface) throw interfaceNotFound();
       checkOrigin(ctx.origin, ctx.host, iface.allowed_origins);
-      const resumed = input.resumeToken?.startsWith(RESUME_PREFIX) ? await repo.resumeVisitor(db, iface.id, hashResume(input.resumeToken)) : undefined;
+      const resumed = input.resumeToken?.startsWith(RESUME_PREFIX)
+        ? await repo.resumeVisitor(db, iface.id, hashResume(input.resumeToken), ctx.deps.config.VISITOR_RESUME_IDLE_DAYS)
+        : undefined;
       let visitorId = resumed?.id;
       let resumeToken: string | null = null;
       if (!visitorId) {
