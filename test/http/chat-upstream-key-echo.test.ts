@@ -68,6 +68,10 @@ async function storedReplies(sessionId: string): Promise<string[]> {
   return history.body.data.messages.filter((m: { role: string }) => m.role === 'assistant').map((m: { content: string }) => m.content);
 }
 
+/** A chat message asking for Server-Sent Events. */
+const streamChat = (chat: { slug: string; key: string }, message: string) =>
+  app.request('POST', `/api/v1/chat/${chat.slug}`, { token: chat.key, body: { message }, headers: { accept: 'text/event-stream' } });
+
 describe('an upstream that echoes its API key in a successful reply', () => {
   it('JSON reply: the visitor and the history get [redacted]', async () => {
     const res = await app.request('POST', `/api/v1/chat/${chats.json.slug}`, { token: chats.json.key, body: { message: 'what is my key?' } });
@@ -78,11 +82,7 @@ describe('an upstream that echoes its API key in a successful reply', () => {
   });
 
   it('streamed reply, the key split across two events: no delta, the complete event nor the history holds it', async () => {
-    const res = await app.request('POST', `/api/v1/chat/${chats.streaming.slug}`, {
-      token: chats.streaming.key,
-      body: { message: 'what is my key?' },
-      headers: { accept: 'text/event-stream' },
-    });
+    const res = await streamChat(chats.streaming, 'what is my key?');
     expect(res.status, res.text).toBe(200);
     const { deltas, complete } = eventsOf(res.text);
     expect(deltas.join('')).toBe('your key is Bearer [redacted], keep it safe');
@@ -93,11 +93,7 @@ describe('an upstream that echoes its API key in a successful reply', () => {
   });
 
   it('streamed request to an upstream answering one JSON document, and Test Connection: [redacted] too', async () => {
-    const res = await app.request('POST', `/api/v1/chat/${chats.json.slug}`, {
-      token: chats.json.key,
-      body: { message: 'again' },
-      headers: { accept: 'text/event-stream' },
-    });
+    const res = await streamChat(chats.json, 'again');
     expect(res.status, res.text).toBe(200);
     expect(eventsOf(res.text).deltas.join('')).toBe('your key is Bearer [redacted]');
     expect(res.text).not.toContain(UPSTREAM_KEY);

@@ -40,6 +40,22 @@ async function storedRows(documentId: string) {
   return rows[0]!;
 }
 
+/** Runs `work` while the database refuses to mark `fileName` completed (a trigger raising `message`). */
+async function whileCompletionRefused(fileName: string, message: string, work: () => Promise<unknown>) {
+  await sql`create or replace function zz_refuse_completion() returns trigger language plpgsql as $$
+    begin
+      if new.status = 'completed' and new.file_name = ${sql.lit(fileName)} then raise exception ${sql.lit(message)}; end if;
+      return new;
+    end $$`.execute(db());
+  await sql`create trigger zz_refuse_completion before update on kb_documents for each row execute function zz_refuse_completion()`.execute(db());
+  try {
+    await work();
+  } finally {
+    await sql`drop trigger zz_refuse_completion on kb_documents`.execute(db());
+    await sql`drop function zz_refuse_completion()`.execute(db());
+  }
+}
+
 describe('knowledge-base ingestion in batches', () => {
   it('writes a batch of documents in one transaction; a document with no text fails alone', async () => {
     const { kb, ids } = await knowledgeBaseWith('batch', {
@@ -71,18 +87,7 @@ describe('knowledge-base ingestion in batches', () => {
       'good-2.txt': 'Albatrosses glide for hours without flapping.',
     });
     // The failure comes after the chunks, postings and vectors of the whole batch were inserted: at completion.
-    await sql`create or replace function zz_refuse_poison() returns trigger language plpgsql as $$
-      begin
-        if new.status = 'completed' and new.file_name = 'poison.txt' then raise exception 'refused for the test'; end if;
-        return new;
-      end $$`.execute(db());
-    await sql`create trigger zz_refuse_poison before update on kb_documents for each row execute function zz_refuse_poison()`.execute(db());
-    try {
-      await drain();
-    } finally {
-      await sql`drop trigger zz_refuse_poison on kb_documents`.execute(db());
-      await sql`drop function zz_refuse_poison()`.execute(db());
-    }
+    await whileCompletionRefused('poison.txt', 'refused for the test', drain);
     for (const name of ['good-1.txt', 'good-2.txt']) {
       expect(await documentOf(ids[name]!)).toMatchObject({ status: 'completed' });
       expect(await storedRows(ids[name]!)).toMatchObject({ chunks: 1, vectors: 1 });
@@ -107,19 +112,8 @@ describe('knowledge-base ingestion in batches', () => {
 
   it('a document whose last attempt fails tells its owner so in a fixed sentence; the database error stays in the job', async () => {
     const { ids } = await knowledgeBaseWith('last-attempt', { 'poison-last.txt': 'This document is refused by the database on its last attempt.' });
-    await sql`create or replace function zz_refuse_last() returns trigger language plpgsql as $$
-      begin
-        if new.status = 'completed' and new.file_name = 'poison-last.txt' then raise exception 'refused for the test: internal detail'; end if;
-        return new;
-      end $$`.execute(db());
-    await sql`create trigger zz_refuse_last before update on kb_documents for each row execute function zz_refuse_last()`.execute(db());
-    try {
-      await sql`update jobs set attempts = max_attempts - 1 where payload->>'documentId' = ${ids['poison-last.txt']!}`.execute(db());
-      await drain();
-    } finally {
-      await sql`drop trigger zz_refuse_last on kb_documents`.execute(db());
-      await sql`drop function zz_refuse_last()`.execute(db());
-    }
+    await sql`update jobs set attempts = max_attempts - 1 where payload->>'documentId' = ${ids['poison-last.txt']!}`.execute(db());
+    await whileCompletionRefused('poison-last.txt', 'refused for the test: internal detail', drain);
     const failed = await documentOf(ids['poison-last.txt']!);
     expect(failed).toMatchObject({ status: 'failed', error: expect.stringMatching(/^Processing failed after \d+ attempts because of an unexpected error/) });
     expect(failed.error).not.toMatch(/refused|internal detail/);

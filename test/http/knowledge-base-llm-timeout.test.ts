@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 import { startMockOpenAi, type MockOpenAi } from '../helpers/openai-mock-server.ts';
+import { until } from '../helpers/eventually.ts';
 
 /**
  * A knowledge base's language model is an outbound call like the connector's: OUTBOUND_TIMEOUT_MS (the spec's 30 s,
@@ -30,14 +31,12 @@ beforeAll(async () => {
     fields: { configId },
   });
   expect(up.status, up.text).toBe(201);
-  let statuses: string[] = [];
-  for (let i = 0; i < 300; i++) {
-    const docs = await app.request('GET', `/api/v1/knowledge-base/documents?configId=${configId}`, { token: owner.token });
-    statuses = docs.body.data.documents.map((d: { status: string }) => d.status);
-    if (statuses.every((status) => status === 'completed')) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
   // Without a passage the model is never called: the document must be searchable first.
+  const statuses = await until(async () => {
+    const docs = await app.request('GET', `/api/v1/knowledge-base/documents?configId=${configId}`, { token: owner.token });
+    const now: string[] = docs.body.data.documents.map((d: { status: string }) => d.status);
+    return now.includes('processing') ? undefined : now;
+  }, 'the document is processed');
   expect(statuses).toEqual(['completed']);
 });
 afterAll(async () => {
