@@ -6,11 +6,12 @@ import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 // An upstream that answers 200 with the key it was sent (a debugging endpoint, a model that repeats its prompt)
 // must not hand it to the visitor, nor to the stored history: it is redacted as in an upstream's error.
 const UPSTREAM_KEY = 'upstream-secret-key-1234567890';
+const URL_KEY = 'key-in-the-url-0987654321';
 
 let app: TestApp;
 let upstream: Server;
 let ownerToken: string;
-const chats: Record<'json' | 'streaming', { slug: string; key: string; id: string }> = {} as never;
+const chats: Record<'json' | 'streaming' | 'urlKey', { slug: string; key: string; id: string }> = {} as never;
 
 /** The key the connector sent, read back from the Bearer header as an echoing upstream would. */
 const sentKey = (req: IncomingMessage) => String(req.headers['authorization'] ?? '').replace(/^Bearer /, '');
@@ -30,7 +31,9 @@ beforeAll(async () => {
         return;
       }
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ response: `your key is ${req.headers['authorization']}` }));
+      // /bot-url echoes the request's URL, with the key its owner wrote into the query.
+      const response = req.url?.startsWith('/bot-url') ? `you called ${req.url}` : `your key is ${req.headers['authorization']}`;
+      res.end(JSON.stringify({ response }));
     });
   });
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
@@ -47,6 +50,7 @@ beforeAll(async () => {
   };
   chats.json = await create('Echo JSON', { endpointUrl: `http://127.0.0.1:${port}/bot` });
   chats.streaming = await create('Echo stream', { endpointUrl: `http://127.0.0.1:${port}/v1/chat/completions`, endpointType: 'openai' });
+  chats.urlKey = await create('Echo URL', { endpointUrl: `http://127.0.0.1:${port}/bot-url?api_key=${URL_KEY}` });
 });
 afterAll(async () => {
   await app?.stop();
@@ -73,6 +77,13 @@ const streamChat = (chat: { slug: string; key: string }, message: string) =>
   app.request('POST', `/api/v1/chat/${chat.slug}`, { token: chat.key, body: { message }, headers: { accept: 'text/event-stream' } });
 
 describe('an upstream that echoes its API key in a successful reply', () => {
+  it('a key written into the endpoint URL and echoed back is redacted too', async () => {
+    const res = await app.request('POST', `/api/v1/chat/${chats.urlKey.slug}`, { token: chats.urlKey.key, body: { message: 'where am I?' } });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.message).toBe('you called /bot-url?api_key=[redacted]');
+    expect(await storedReplies(res.body.sessionId)).toEqual(['you called /bot-url?api_key=[redacted]']);
+  });
+
   it('JSON reply: the visitor and the history get [redacted]', async () => {
     const res = await app.request('POST', `/api/v1/chat/${chats.json.slug}`, { token: chats.json.key, body: { message: 'what is my key?' } });
     expect(res.status, res.text).toBe(200);

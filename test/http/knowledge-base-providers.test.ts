@@ -106,6 +106,25 @@ describe('a knowledge base with an OpenAI-compatible language model', () => {
     expect(rejected.body.error.details).toMatch(/API key/i);
     mock.setReply(() => ({}));
   });
+  it('never passes on the key or a token of the base URL when the model echoes them, whole or streamed', async () => {
+    const id = await makeKb({
+      name: 'Echoing LLM',
+      llm: { provider: 'openai', baseUrl: `${mock.url}/gateway?access_token=url-token-31337`, model: 'gpt-test', apiKey: 'sk-llm-echoed' },
+    });
+    mock.setReply(() => ({ text: 'I was called with sk-llm-echoed and url-token-31337 about tides.' }));
+    const res = await app.request('POST', '/api/v1/knowledge-base/query', { token: owner.token, body: { query: 'What causes tides?', configId: id } });
+    expect(res.status, res.text).toBe(200);
+    expect(mock.requests.at(-1)!.headers['authorization']).toBe('Bearer sk-llm-echoed');
+    expect(res.body.data.answer).toBe('I was called with [redacted] and [redacted] about tides.');
+    const stream = await app.request('POST', '/api/v1/knowledge-base/query/stream', {
+      token: owner.token,
+      body: { query: 'What causes tides?', configId: id },
+    });
+    expect(stream.status, stream.text).toBe(200);
+    expect(stream.text).not.toContain('sk-llm-echoed');
+    expect(stream.text).not.toContain('url-token-31337');
+    expect(events(stream).find((e) => e !== '[DONE]' && e.type === 'complete').answer).toBe('I was called with [redacted] and [redacted] about tides.');
+  });
 });
 
 describe('an OpenAI-compatible embedding provider, and changing the model', () => {

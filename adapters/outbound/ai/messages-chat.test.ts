@@ -1,5 +1,8 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { messagesUrl, toMessagesBody } from './messages-chat.ts';
+import { createGuardedHttpClient } from '../http/guarded-client.ts';
+import { createMessagesCompletion, messagesUrl, toMessagesBody } from './messages-chat.ts';
 
 describe('messages format', () => {
   it('appends /v1/messages once and keeps a full URL', () => {
@@ -51,5 +54,33 @@ describe('messages format', () => {
         },
       ],
     });
+  });
+});
+
+describe('a messages provider echoing its credentials in a successful reply', () => {
+  it('redacts the key and a credential of the base URL from the text', async () => {
+    // Echoes the x-api-key header and the request's query, as a debugging proxy would.
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        const echo = `key ${String(req.headers['x-api-key'])}, url ${req.url}`;
+        res.end(JSON.stringify({ content: [{ type: 'text', text: echo }], usage: { input_tokens: 3, output_tokens: 4 } }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (server.address() as AddressInfo).port;
+      const http = createGuardedHttpClient({ allowHosts: [`127.0.0.1:${port}`] });
+      const reply = await createMessagesCompletion(http, {
+        baseUrl: `http://127.0.0.1:${port}/v1?api_key=url-key-777777`,
+        apiKey: 'sk-ant-secret-1',
+        model: 'm',
+        messages: [{ role: 'user', content: 'hi' }],
+      });
+      expect(reply.text).toBe('key [redacted], url /v1/messages?api_key=[redacted]');
+    } finally {
+      server.close();
+    }
   });
 });

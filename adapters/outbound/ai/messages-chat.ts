@@ -6,7 +6,7 @@
  */
 import type { GuardedHttpClient } from '../http/guarded-client.ts';
 import { countTokens } from '../text/tokens.ts';
-import { isRecord, parseJson, readPath, redactKey, reportedErrorText, upstreamExcerpt, usageOf } from './core/response.ts';
+import { isRecord, parseJson, readPath, redactKey, redactReply, reportedErrorText, requestSecrets, upstreamExcerpt, usageOf } from './core/response.ts';
 import { invalidResponse, reportedError, statusError, transportError } from './core/upstream-error.ts';
 import type { ChatCompletion, ChatMessage, ChatRequest, ModelToolCall } from './openai-chat.ts';
 
@@ -77,7 +77,8 @@ function safeInput(text: string): unknown {
 
 export async function createMessagesCompletion(http: GuardedHttpClient, req: ChatRequest): Promise<ChatCompletion> {
   const timeoutMs = req.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const redact = (text: string) => redactKey(text, req.apiKey);
+  const secrets = requestSecrets(req.apiKey, req.baseUrl);
+  const redact = (text: string) => redactKey(text, secrets);
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json', 'anthropic-version': MESSAGES_API_VERSION };
   if (req.apiKey) headers['x-api-key'] = req.apiKey;
   let response;
@@ -95,20 +96,24 @@ export async function createMessagesCompletion(http: GuardedHttpClient, req: Cha
   const bodyText = response.text();
   if (response.status < 200 || response.status > 299) {
     const retryAfter = response.headers['retry-after'];
-    throw statusError('language_model', response.status, upstreamExcerpt(bodyText, req.apiKey), Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
+    throw statusError('language_model', response.status, upstreamExcerpt(bodyText, secrets), Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
   }
   const json = parseJson(bodyText);
-  if (json === undefined) throw invalidResponse('language_model', 'the language-model provider did not return JSON', upstreamExcerpt(bodyText, req.apiKey));
+  if (json === undefined) throw invalidResponse('language_model', 'the language-model provider did not return JSON', upstreamExcerpt(bodyText, secrets));
   const content = readPath(json, ['content']);
   if (!Array.isArray(content)) {
     const raw = reportedErrorText(json);
-    if (raw !== null) throw reportedError('language_model', upstreamExcerpt(raw, req.apiKey));
+    if (raw !== null) throw reportedError('language_model', upstreamExcerpt(raw, secrets));
     throw invalidResponse('language_model', 'the language-model provider returned no content blocks');
   }
-  const text = content
-    .filter((b) => readPath(b, ['type']) === 'text')
-    .map((b) => String(readPath(b, ['text']) ?? ''))
-    .join('');
+  // A provider that echoes its key (a debugging proxy, a model repeating its prompt) must not hand it to the visitor.
+  const text = redactReply(
+    content
+      .filter((b) => readPath(b, ['type']) === 'text')
+      .map((b) => String(readPath(b, ['text']) ?? ''))
+      .join(''),
+    secrets,
+  );
   const toolCalls: ModelToolCall[] = req.tools?.length
     ? content.flatMap((b, index) => {
         if (readPath(b, ['type']) !== 'tool_use') return [];

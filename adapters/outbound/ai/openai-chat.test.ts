@@ -254,6 +254,28 @@ describe('createChatCompletion', () => {
   });
 });
 
+describe('a provider echoing its credentials in a successful reply', () => {
+  // The key (Bearer header) and a token written into the base URL: neither may reach the visitor.
+  const withUrlToken = () => request({ baseUrl: `${mock.url}/proxy?access_token=url-token-0042` });
+
+  it('redacts them from a whole reply', async () => {
+    mock.setReply(() => ({ text: 'you sent sk-test-123 and url-token-0042' }));
+    const reply = await createChatCompletion(http, withUrlToken());
+    expect(reply.text).toBe('you sent [redacted] and [redacted]');
+    expect(mock.requests[0]!.headers['authorization']).toBe('Bearer sk-test-123');
+  });
+
+  it('redacts them from a stream, a secret split across two events included', async () => {
+    const delta = (content: string) => `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content } }] })}\n\n`;
+    mock.setReply(() => ({ rawChunks: [delta('key sk-te'), delta('st-123, token url-tok'), delta('en-0042.'), 'data: [DONE]\n\n'], chunkDelayMs: 1 }));
+    const events = await collect(streamChatCompletion(http, withUrlToken()));
+    const deltas = events.filter((e) => e.type === 'delta').map((e) => e.text);
+    expect(deltas.join('')).toBe('key [redacted], token [redacted].');
+    expect(deltas.some((d) => d.includes('sk-te') || d.includes('url-tok'))).toBe(false);
+    expect(events.at(-1)).toMatchObject({ type: 'done', text: 'key [redacted], token [redacted].' });
+  });
+});
+
 describe('streamChatCompletion', () => {
   it('yields deltas whose concatenation is the final text, then the include_usage usage', async () => {
     const text = 'Refunds are accepted within 30 days of purchase, with the receipt.';

@@ -9,7 +9,20 @@
 import type { Readable } from 'node:stream';
 import type { GuardedHttpClient } from '../http/guarded-client.ts';
 import { countTokens } from '../text/tokens.ts';
-import { isRecord, parseJson, readCapped, readOpenAiUsage, readPath, redactKey, reportedErrorText, upstreamExcerpt, type AiUsage } from './core/response.ts';
+import {
+  isRecord,
+  parseJson,
+  readCapped,
+  readOpenAiUsage,
+  readPath,
+  redactKey,
+  redactReply,
+  reportedErrorText,
+  requestSecrets,
+  createReplyRedactor,
+  upstreamExcerpt,
+  type AiUsage,
+} from './core/response.ts';
 import { invalidResponse as coreInvalidResponse, reportedError, statusError, transportError } from './core/upstream-error.ts';
 import { SseParser, type SseEvent } from './sse.ts';
 
@@ -143,6 +156,8 @@ export async function* streamChatCompletion(http: GuardedHttpClient, req: ChatRe
     }
 
     const parser = new SseParser();
+    // Deltas go through the redactor, which holds back only an end that may begin a secret.
+    const redactor = createReplyRedactor(secretsOf(req));
     let text = '';
     let reported: AiUsage | null = null;
     let sawChunk = false;
@@ -163,7 +178,9 @@ export async function* streamChatCompletion(http: GuardedHttpClient, req: ChatRe
       reported = readOpenAiUsage(parsed) ?? reported;
       const choice = firstChoice(parsed);
       const content = choice === null ? undefined : (readPath(choice, ['delta', 'content']) ?? readPath(choice, ['message', 'content']));
-      return typeof content === 'string' && content !== '' ? content : null;
+      if (typeof content !== 'string' || content === '') return null;
+      const visible = redactor.push(content);
+      return visible === '' ? null : visible;
     };
 
     for await (const chunk of body as AsyncIterable<Buffer>) {
@@ -187,6 +204,11 @@ export async function* streamChatCompletion(http: GuardedHttpClient, req: ChatRe
       }
     }
     if (!sawChunk) throw invalidResponse('the language-model provider ended the stream without any completion data');
+    const rest = redactor.end();
+    if (rest !== '') {
+      text += rest;
+      yield { type: 'delta', text: rest };
+    }
     yield { type: 'done', text, ...resolveUsage(reported, req.messages, text) };
   } catch (err) {
     throw transportError('language_model', err, timeoutMs, redacter(req));
@@ -233,14 +255,17 @@ function requestBody(req: ChatRequest, stream: boolean): Record<string, unknown>
   return body;
 }
 
+/** The key and the credentials in the base URL: no error, excerpt or reply carries them. */
+const secretsOf = (req: ChatRequest) => requestSecrets(req.apiKey, req.baseUrl);
+
 const redacter =
   (req: ChatRequest) =>
   (text: string): string =>
-    redactKey(text, req.apiKey);
+    redactKey(text, secretsOf(req));
 
 function httpError(req: ChatRequest, status: number, headers: Record<string, string | string[] | undefined>, bodyText: string) {
   const retryAfter = headers['retry-after'];
-  return statusError('language_model', status, upstreamExcerpt(bodyText, req.apiKey), Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
+  return statusError('language_model', status, upstreamExcerpt(bodyText, secretsOf(req)), Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
 }
 
 function invalidResponse(reason: string, detail?: string) {
@@ -251,19 +276,20 @@ function invalidResponse(reason: string, detail?: string) {
 function embeddedError(req: ChatRequest, parsed: unknown) {
   if (isRecord(parsed) && 'choices' in parsed) return null;
   const raw = reportedErrorText(parsed);
-  return raw === null ? null : reportedError('language_model', upstreamExcerpt(raw, req.apiKey));
+  return raw === null ? null : reportedError('language_model', upstreamExcerpt(raw, secretsOf(req)));
 }
 
 /** A whole (non-streamed) reply: its JSON and message text, or the failure it is. */
 function completeReply(req: ChatRequest, bodyText: string): { json: unknown; text: string; toolCalls: ModelToolCall[] } {
   const json = parseJson(bodyText);
-  if (json === undefined) throw invalidResponse('the language-model provider did not return JSON', upstreamExcerpt(bodyText, req.apiKey));
+  if (json === undefined) throw invalidResponse('the language-model provider did not return JSON', upstreamExcerpt(bodyText, secretsOf(req)));
   const providerError = embeddedError(req, json);
   if (providerError !== null) throw providerError;
   const toolCalls = req.tools?.length ? messageToolCalls(json) : [];
   const text = messageText(json) ?? (toolCalls.length > 0 ? '' : null);
   if (text === null) throw invalidResponse('the language-model provider returned no message content');
-  return { json, text, toolCalls };
+  // A provider that echoes its key (a debugging proxy, a model repeating its prompt) must not hand it to the visitor.
+  return { json, text: redactReply(text, secretsOf(req)), toolCalls };
 }
 
 /** choices[0].message.tool_calls, the well-formed ones (a function name and its argument text). */

@@ -16,7 +16,7 @@
  * Every failure is an AiUpstreamError (source 'embeddings') with a message fit for the owner.
  */
 import type { GuardedHttpClient, GuardedResponse } from '../http/guarded-client.ts';
-import { isCount, isRecord, redactKey, upstreamExcerpt } from '../ai/core/response.ts';
+import { isCount, isRecord, redactKey, requestSecrets, upstreamExcerpt } from '../ai/core/response.ts';
 import { AiUpstreamError, invalidResponse, statusError, transportError, upstreamMessages } from '../ai/core/upstream-error.ts';
 import { countTokens } from '../text/tokens.ts';
 import type { Embedder, EmbeddingResult } from './embedder.ts';
@@ -60,7 +60,8 @@ export function createOpenAiEmbedder(options: OpenAiEmbedderOptions): Embedder {
   const apiKey = options.apiKey?.trim() || undefined;
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
   if (apiKey) headers['authorization'] = `Bearer ${apiKey}`;
-  const redact = (text: string): string => redactKey(text, apiKey);
+  const secrets = requestSecrets(apiKey, url);
+  const redact = (text: string): string => redactKey(text, secrets);
 
   let dimensions = options.dimensions ?? 0;
 
@@ -75,14 +76,14 @@ export function createOpenAiEmbedder(options: OpenAiEmbedderOptions): Embedder {
       throw transportError('embeddings', err, timeoutMs, redact);
     }
     if (response.status < 200 || response.status > 299) {
-      throw statusError('embeddings', response.status, upstreamExcerpt(response.text(), apiKey), headerValue(response.headers['retry-after']));
+      throw statusError('embeddings', response.status, upstreamExcerpt(response.text(), secrets), headerValue(response.headers['retry-after']));
     }
 
     let body: unknown;
     try {
       body = response.json();
     } catch {
-      throw invalidResponse('embeddings', 'the embedding provider did not return JSON', upstreamExcerpt(response.text(), apiKey));
+      throw invalidResponse('embeddings', 'the embedding provider did not return JSON', upstreamExcerpt(response.text(), secrets));
     }
     const parsed = parseResponse(body, batch.length);
 

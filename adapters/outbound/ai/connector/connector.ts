@@ -13,7 +13,7 @@
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type { GuardedHttpClient } from '../../http/guarded-client.ts';
-import { createReplyRedactor, readCapped, redactKey, redactReply, upstreamExcerpt } from '../core/response.ts';
+import { createReplyRedactor, readCapped, redactKey, redactReply, requestSecrets, upstreamExcerpt } from '../core/response.ts';
 import { statusError, transportError, type AiUpstreamError } from '../core/upstream-error.ts';
 import { parseSse } from '../sse.ts';
 import { detectEndpointType } from './detect.ts';
@@ -154,8 +154,9 @@ function prepare(req: ConnectorRequest, stream: boolean): PreparedCall {
   const apiKey = req.apiKey === undefined || req.apiKey === '' ? undefined : req.apiKey;
   const timeoutMs = req.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const { url, model } = resolveEndpoint(type, req.endpointUrl, apiKey, stream);
-  const redact = (text: string): string => redactKey(text, apiKey);
-  const excerpt = (text: string): string => upstreamExcerpt(text, apiKey);
+  const secrets = requestSecrets(apiKey, url);
+  const redact = (text: string): string => redactKey(text, secrets);
+  const excerpt = (text: string): string => upstreamExcerpt(text, secrets);
 
   return {
     type,
@@ -164,8 +165,8 @@ function prepare(req: ConnectorRequest, stream: boolean): PreparedCall {
     body: JSON.stringify(buildBody(type, req, model, stream, hostOf(url))),
     timeoutMs,
     excerpt,
-    redactReply: (text) => redactReply(text, apiKey),
-    replyRedactor: () => createReplyRedactor(apiKey),
+    redactReply: (text) => redactReply(text, secrets),
+    replyRedactor: () => createReplyRedactor(secrets),
     toError: (err) => transportError('endpoint', err, timeoutMs, redact),
     statusError: (status, headers, bodyText) => statusError('endpoint', status, excerpt(bodyText), firstHeader(headers['retry-after'])),
     parseComplete(bodyText) {
@@ -176,7 +177,7 @@ function prepare(req: ConnectorRequest, stream: boolean): PreparedCall {
         throw invalidResponse('the external API did not return JSON', excerpt(bodyText) || undefined);
       }
       const reply = extractReply(type, parsed, excerpt);
-      return { ...reply, text: redactReply(reply.text, apiKey) };
+      return { ...reply, text: redactReply(reply.text, secrets) };
     },
   };
 }

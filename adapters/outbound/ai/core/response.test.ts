@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createReplyRedactor, redactReply } from './response.ts';
+import { createReplyRedactor, redactReply, requestSecrets } from './response.ts';
 
 const KEY = 'upstream-secret-key-1234567890';
 
@@ -59,5 +59,24 @@ describe('createReplyRedactor', () => {
   it('holds nothing back without a key (or with one too short to redact)', () => {
     expect(streamed(undefined, ['Hel', 'lo']).emitted).toEqual(['Hel', 'lo', '']);
     expect(streamed('abc', ['ab', 'c']).emitted).toEqual(['ab', 'c', '']);
+  });
+});
+
+describe('requestSecrets', () => {
+  it('adds the credentials typed into the URL: user, password and the values of parameters named like a key', () => {
+    const url = 'https://bot-user:pa%24%24word-123@api.example.com/chat?api_key=query-key-98765&model=gpt-4o-mini&access_token=tok-abcdefgh&sig=s1';
+    expect(requestSecrets('sk-header-key', url)).toEqual(['sk-header-key', 'bot-user', 'pa$$word-123', 'query-key-98765', 'tok-abcdefgh']);
+  });
+
+  it('leaves out ordinary parameters, credentials too short to look for, and URLs that do not parse', () => {
+    expect(requestSecrets(undefined, 'https://api.example.com/v1?model=gpt-4o-mini-2024&key=short')).toEqual([]);
+    expect(requestSecrets('sk-1', 'not a url ?key=abcdefghijkl')).toEqual(['sk-1']);
+  });
+
+  it('redacts every secret, raw or URL-encoded, a longer one whole before a shorter one inside it', () => {
+    const secrets = requestSecrets('abcd1234', 'https://h.example/x?token=abcd1234-and-more');
+    expect(redactReply('a abcd1234-and-more b abcd1234 c', secrets)).toBe('a [redacted] b [redacted] c');
+    const redactor = createReplyRedactor(requestSecrets(undefined, 'https://h.example/?key=sp%20ace%2Fkey'));
+    expect(redactor.push('echo sp%20ace%2Fkey and sp ace/k') + redactor.push('ey') + redactor.end()).toBe('echo [redacted] and [redacted]');
   });
 });

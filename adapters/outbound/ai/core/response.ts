@@ -85,17 +85,63 @@ export function reportedErrorText(parsed: unknown): string | null {
 
 const REDACTED = '[redacted]';
 
-/** The forms of the key an upstream may echo (raw and URL-encoded); none for no key or one too short to match safely. */
-function keyForms(apiKey: string | undefined): string[] {
-  if (apiKey === undefined || apiKey.length < 4) return [];
-  const encoded = encodeURIComponent(apiKey);
-  return encoded === apiKey ? [apiKey] : [apiKey, encoded];
+/**
+ * What a reply, an excerpt or an error must not carry: the API key, or several secrets (the key and the
+ * credentials written into the endpoint's URL, see {@link requestSecrets}).
+ */
+export type Secrets = string | ReadonlyArray<string | undefined> | undefined;
+
+/** Query parameters whose value is a credential by their name (`?key=`, `api_key`, `access_token`, `sig`...). */
+const CREDENTIAL_PARAMETER = /key|token|secret|sig|pass|auth|credential/i;
+/** A URL credential shorter than this is not looked for: too likely to be ordinary text. */
+const URL_SECRET_MIN_LENGTH = 8;
+
+/**
+ * The API key and the credentials an owner typed into the endpoint's URL itself (its user and password, and the
+ * values of query parameters named like a credential): an upstream that echoes its request URL would otherwise
+ * hand them to the visitor.
+ */
+export function requestSecrets(apiKey: string | undefined, url: string): string[] {
+  const secrets = apiKey === undefined ? [] : [apiKey];
+  let parsed: URL;
+  try {
+    parsed = new URL(url.trim());
+  } catch {
+    return secrets;
+  }
+  const candidates = [parsed.username, parsed.password].map(decodedOrSelf);
+  for (const [name, value] of parsed.searchParams) if (CREDENTIAL_PARAMETER.test(name)) candidates.push(value);
+  for (const candidate of candidates) if (candidate.length >= URL_SECRET_MIN_LENGTH) secrets.push(candidate);
+  return secrets;
 }
 
-/** Replaces the key (raw and URL-encoded) wherever an upstream echoed it. */
-export function redactKey(text: string, apiKey: string | undefined): string {
+function decodedOrSelf(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * The forms of the secrets an upstream may echo (raw and URL-encoded), longest first so that a secret holding
+ * another is replaced whole; none for a secret too short to match safely.
+ */
+function keyForms(secrets: Secrets): string[] {
+  const list = typeof secrets === 'string' ? [secrets] : (secrets ?? []);
+  const forms = new Set<string>();
+  for (const secret of list) {
+    if (secret === undefined || secret.length < 4) continue;
+    forms.add(secret);
+    forms.add(encodeURIComponent(secret));
+  }
+  return [...forms].sort((a, b) => b.length - a.length);
+}
+
+/** Replaces the secrets (raw and URL-encoded) wherever an upstream echoed them. */
+export function redactKey(text: string, secrets: Secrets): string {
   let out = text;
-  for (const form of keyForms(apiKey)) out = out.split(form).join(REDACTED);
+  for (const form of keyForms(secrets)) out = out.split(form).join(REDACTED);
   return out;
 }
 
@@ -103,8 +149,8 @@ export function redactKey(text: string, apiKey: string | undefined): string {
  * The key rule for a reply's text, which the visitor reads and the history stores. NUL goes first: the stored
  * text drops it anyway, and a key with NULs inside would come together after the redaction looked for it.
  */
-export function redactReply(text: string, apiKey: string | undefined): string {
-  return redactKey(text.replaceAll('\u0000', ''), apiKey);
+export function redactReply(text: string, secrets: Secrets): string {
+  return redactKey(text.replaceAll('\u0000', ''), secrets);
 }
 
 /** How long the end of `text` is that some form starts with: a key the next piece may complete. */
@@ -128,8 +174,8 @@ function partialKeyLength(text: string, forms: readonly string[]): number {
  * form is held back until the next piece (or the end of the reply) shows whether the key follows, so ordinary
  * text streams as it comes.
  */
-export function createReplyRedactor(apiKey: string | undefined): { push(piece: string): string; end(): string } {
-  const forms = keyForms(apiKey);
+export function createReplyRedactor(secrets: Secrets): { push(piece: string): string; end(): string } {
+  const forms = keyForms(secrets);
   let pending = '';
 
   const take = (last: boolean): string => {
@@ -171,9 +217,9 @@ export function createReplyRedactor(apiKey: string | undefined): { push(piece: s
  * line, tag-free, at most 200 characters, and without the API key (redacted before and after shortening, so
  * a key cut in half by the limit cannot slip through either).
  */
-export function upstreamExcerpt(bodyText: string, apiKey?: string): string {
-  const redacted = redactKey(bodyText, apiKey);
-  return redactKey(shorten(messageOf(redacted)), apiKey);
+export function upstreamExcerpt(bodyText: string, secrets?: Secrets): string {
+  const redacted = redactKey(bodyText, secrets);
+  return redactKey(shorten(messageOf(redacted)), secrets);
 }
 
 function messageOf(bodyText: string): string {
