@@ -39,6 +39,7 @@ import { WEBHOOK_FAIR_KEY_PREFIX } from '../routers/webhooks/outbox-repository.t
 import { createNotifiedCache } from '../db/notified-cache.ts';
 import type { ActiveKey, ApiKey } from '../routers/api-keys/repository.ts';
 import { createSessionCache } from '../routers/auth/session-cache.ts';
+import { purgeStates } from '../routers/toolhub/repository.ts';
 import { createDocumentPool } from '../adapters/outbound/workers/document-pool.ts';
 import { createStripeClient } from '../adapters/outbound/billing/stripe-client.ts';
 import { createDnsLookup } from '../adapters/outbound/dns/resolver.ts';
@@ -70,8 +71,8 @@ const API_KEY_LIST_CACHE_MAX_KEYS = 100;
 /** Validated owner sessions kept per instance (a few hundred bytes each; the least recently used go first). */
 const SESSION_CACHE_MAX_ENTRIES = 10_000;
 
-/** How often old security events are deleted (SECURITY_EVENTS_RETENTION_DAYS). */
-const SECURITY_EVENTS_PRUNE_MS = 3_600_000;
+/** How often old security events (SECURITY_EVENTS_RETENTION_DAYS), expired sessions and tool-connection states are deleted. */
+const RETENTION_SWEEP_MS = 3_600_000;
 /** How often the embedded database is vacuumed and analysed where it needs it (autovacuum's own nap is a minute). */
 const PGLITE_MAINTENANCE_EVERY_MS = 60_000;
 /** A table's maintenance longer than this is logged at info (PGlite answers nothing meanwhile). */
@@ -180,8 +181,21 @@ export async function startApp(config: Config, options: { database?: Database; l
   const pruneSecurityEvents = () => {
     securityEvents.prune().catch((error: unknown) => logger.warn('security event retention sweep failed', { reason: String(error) }));
   };
-  pruneSecurityEvents();
-  const pruner = setInterval(pruneSecurityEvents, SECURITY_EVENTS_PRUNE_MS);
+  // lucia deletes an expired session only when its token is shown again, and an abandoned tool connection leaves
+  // its OAuth state (a sealed PKCE verifier) behind: both are swept with the security events.
+  let sweepingExpired: Promise<void> | undefined;
+  const sweepExpired = () => {
+    sweepingExpired ??= Promise.all([deps.sessions.deleteExpiredSessions(), purgeStates(database.db)])
+      .then(() => undefined)
+      .catch((error: unknown) => logger.warn('expired sessions and tool-connection states sweep failed', { reason: String(error) }))
+      .finally(() => (sweepingExpired = undefined));
+  };
+  const sweepRetention = () => {
+    pruneSecurityEvents();
+    sweepExpired();
+  };
+  sweepRetention();
+  const pruner = setInterval(sweepRetention, RETENTION_SWEEP_MS);
   pruner.unref();
   sweepers.push(pruner);
   // The embedded database runs no autovacuum (db/pglite-maintenance.ts): the service does its work, a pass a minute.
@@ -325,6 +339,7 @@ export async function startApp(config: Config, options: { database?: Database; l
         await stopListeningForKeyLists();
         await stopListeningForSessions();
         await maintaining;
+        await sweepingExpired;
         await database.close();
       })()),
   };

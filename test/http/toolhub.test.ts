@@ -2,6 +2,7 @@ import { OAuth2Server } from 'oauth2-mock-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpEndpoint, startSlackServer, type HttpEndpointServer, type ProviderServer } from '../helpers/provider-servers.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { until } from '../helpers/eventually.ts';
 import { startWebhookReceiver, verifyDelivery, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 
 /**
@@ -235,6 +236,36 @@ describe('OAuth 2 connection', () => {
     expect((await app.request('GET', '/api/v1/toolhub/accounts', { token: b.token })).body.data.accounts).toEqual([]);
     const foreign = await app.request('POST', '/api/v1/toolhub/connect', { token: b.token, body: { toolkit: 'slack', authConfigId } });
     expect(foreign.status).toBe(404);
+  });
+});
+
+describe('retention', () => {
+  it("an abandoned connection's state and an expired session are swept; live ones stay", async () => {
+    const db = app.deps.database.db;
+    const abandoned = await connectSlack();
+    const live = await connectSlack();
+    await db
+      .updateTable('toolhub_oauth_states')
+      .set({ expires_at: new Date(Date.now() - 2 * 86_400_000) })
+      .where('account_id', '=', abandoned.account.id)
+      .execute();
+    await db
+      .insertInto('sessions')
+      .values({ id: 'f'.repeat(64), owner_id: a.ownerId, expires_at: new Date(Date.now() - 1000) })
+      .execute();
+    const statesOf = async (accountId: string) =>
+      (await db.selectFrom('toolhub_oauth_states').select('state_hash').where('account_id', '=', accountId).execute()).length;
+    const expiredSessions = async () => (await db.selectFrom('sessions').select('id').where('id', '=', 'f'.repeat(64)).execute()).length;
+    expect([await statesOf(abandoned.account.id), await expiredSessions()]).toEqual([1, 1]);
+    // The sweep runs when an instance starts, then hourly.
+    const peer = await app.startPeer();
+    try {
+      await until(async () => ((await statesOf(abandoned.account.id)) === 0 && (await expiredSessions()) === 0) || undefined, 'the sweep deletes them');
+    } finally {
+      await peer.stop();
+    }
+    expect(await statesOf(live.account.id)).toBe(1);
+    expect((await app.request('GET', '/api/v1/toolhub/tools', { token: a.token })).status).toBe(200);
   });
 });
 
