@@ -21,9 +21,6 @@ export async function saveAvailability(db: Db, row: Omit<AvailabilityRow, 'updat
     .executeTakeFirstOrThrow();
 }
 
-export const deleteAvailability = (db: Db, chatInterfaceId: string) =>
-  db.deleteFrom('booking_availability').where('chat_interface_id', '=', chatInterfaceId).executeTakeFirst();
-
 /**
  * Serialises every booking change of one chat interface until the transaction ends, on PostgreSQL across
  * instances too: the checks that the exclusion constraint cannot express (buffers, the day cap) see a stable set.

@@ -30,9 +30,6 @@ export const findDomainForUpdate = (trx: Transaction<DB>, ownerId: string, id: s
 export const findClaim = (db: Db, hostname: string) =>
   db.selectFrom('domains').selectAll().where('hostname', '=', hostname).where('status', '<>', 'pending_verification').executeTakeFirst();
 
-export const findOwnedByHostname = (db: Db, ownerId: string, hostname: string) =>
-  db.selectFrom('domains').selectAll().where('owner_id', '=', ownerId).where('hostname', '=', hostname).executeTakeFirst();
-
 export const insertDomain = (db: Db, row: { id: string; owner_id: string; hostname: string; chat_interface_id: string; verification_token: string }) =>
   db.insertInto('domains').values(row).returningAll().executeTakeFirstOrThrow();
 

@@ -5,7 +5,7 @@ import { idParam, idText, lookupId } from '../../schema/common.ts';
 import { kbDocumentSchema } from '../../schema/knowledge-base.ts';
 import { uploadedFileSchema } from '../../schema/uploads.ts';
 import { ownerProcedure, router } from '../trpc.ts';
-import { sniffDocumentKind } from '../../adapters/outbound/parsers/sniff.ts';
+import { sniffDocumentKindDetailed } from '../../adapters/outbound/parsers/sniff.ts';
 import * as repo from './repository.ts';
 import { configNotFound, ownedConfigId } from './configs-router.ts';
 import { documentFairKey, INGEST_JOB, type IngestPayload } from './jobs.ts';
@@ -113,7 +113,7 @@ export const kbDocumentsRouter = router({
       const db = deps.database.db;
       const target = await uploadTarget(deps, ctx.owner.id, input.configId);
       const configId = target.configId;
-      const sniffed = sniffDocumentKind(input.file.bytes, input.file.fileName);
+      const sniffed = await sniffDocumentKindDetailed(input.file.bytes, input.file.fileName);
       if (!sniffed.ok) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported file', `file: ${sniffed.reason}`);
       const contentHash = createHash('sha256').update(input.file.bytes).digest('hex');
       // The insert itself finds a duplicate (ON CONFLICT on the content hash): a new document costs no

@@ -349,9 +349,3 @@ async function writeDocuments(deps: IngestDeps, config: KbConfigRow, group: Arra
   });
   if (webhooksQueued > 0) deps.webhookJobs.notify();
 }
-
-/** The single-job form (tests, and a batch of one). */
-export async function ingestDocument(deps: IngestDeps, job: Job<IngestPayload>, ctx: JobContext): Promise<void> {
-  const failures = await ingestDocuments(deps, [job], ctx);
-  if (failures.has(job.id)) throw failures.get(job.id);
-}

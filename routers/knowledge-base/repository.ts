@@ -370,14 +370,6 @@ export async function completeDocuments(
   return rows;
 }
 
-export const completeDocument = (db: Db, id: string, counts: { pageCount: number | null; chunkCount: number }) =>
-  db
-    .updateTable('kb_documents')
-    .set({ status: 'completed', stage: 'searchable', error: null, page_count: counts.pageCount, chunk_count: counts.chunkCount, updated_at: new Date() })
-    .where('id', '=', id)
-    .returningAll()
-    .executeTakeFirstOrThrow();
-
 /** Chunks of the configuration with no vector of `version` yet, in id order. */
 export const chunksWithoutVector = (db: Db, configId: string, version: number, limit: number) =>
   db

@@ -1,10 +1,9 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { DB, SupportMessagesTable, SupportTicketsTable, TicketPriority, TicketStatus } from '../../db/types.ts';
+import type { DB, SupportTicketsTable, TicketPriority, TicketStatus } from '../../db/types.ts';
 import { jsonb } from '../../db/json.ts';
 
 type Db = Kysely<DB> | Transaction<DB>;
 export type TicketRow = Selectable<SupportTicketsTable>;
-export type MessageRow = Selectable<SupportMessagesTable>;
 
 export async function insertTicket(
   trx: Transaction<DB>,

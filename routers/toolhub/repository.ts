@@ -94,9 +94,6 @@ export const consumeState = (db: Db, stateHash: string) =>
     .returningAll()
     .executeTakeFirst();
 
-export const findState = (db: Db, stateHash: string) =>
-  db.selectFrom('toolhub_oauth_states').selectAll().where('state_hash', '=', stateHash).executeTakeFirst();
-
 /** States older than a day are of no use to anyone (they expire after minutes). */
 export const purgeStates = (db: Db) => db.deleteFrom('toolhub_oauth_states').where('expires_at', '<', sql<Date>`now() - interval '1 day'`).execute();
 

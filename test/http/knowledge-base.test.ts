@@ -252,6 +252,11 @@ describe('documents: upload, processing, failures', () => {
     const latin1 = await upload(a.token, configId, 'latin.txt', Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x0a]));
     expect(latin1.status).toBe(415);
     expect(latin1.body.error.details).toMatch(/UTF-8/);
+    // A binary the built-in table does not know (a Windows cursor) is named by file-type.
+    const cursor = Buffer.from([0x00, 0x00, 0x02, 0x00, 0x01, 0x00, 0x20, 0x20, ...new Uint8Array(40).fill(0xff)]);
+    const named = await upload(a.token, configId, 'pointer.txt', cursor);
+    expect(named.status).toBe(415);
+    expect(named.body.error.details).toBe('file: pointer.txt is a CUR file (image/x-icon), not a supported document (PDF, DOCX, Markdown or plain text)');
     const big = await upload(a.token, configId, 'big.txt', Buffer.alloc(10 * 1024 * 1024 + 10, 0x61));
     expect(big.status).toBe(413);
     expect(big.body.error.code).toBe('PAYLOAD_TOO_LARGE');

@@ -20,8 +20,6 @@ export interface CalendarInvite {
   stamp?: Date;
 }
 
-export const PRODUCT_ID = '-//chat-interface-service//bookings//EN';
-
 /** The .ics text (CRLF line endings, folded at 75 octets, text values escaped by ical-generator). */
 export function calendarInvite(invite: CalendarInvite): string {
   if (!Number.isInteger(invite.sequence) || invite.sequence < 0) throw new RangeError('calendar invite: sequence must be a non-negative integer');
@@ -37,7 +35,7 @@ export function calendarInvite(invite: CalendarInvite): string {
   }
   if (!invite.uid.trim()) throw new Error('calendar invite: uid is required');
   const cancel = invite.method === 'CANCEL';
-  // ical-generator writes `PRODID:-` + its value, so the object form yields exactly PRODUCT_ID.
+  // ical-generator writes `PRODID:-` + its value: -//chat-interface-service//bookings//EN.
   const calendar = ical({
     prodId: { company: 'chat-interface-service', product: 'bookings', language: 'EN' },
     method: cancel ? ICalCalendarMethod.CANCEL : ICalCalendarMethod.REQUEST,

@@ -170,7 +170,7 @@ function describeDetected(d: Detected): string {
 /**
  * Decides the kind from the bytes (magic numbers), never from the extension. The extension only chooses
  * md vs txt for valid UTF-8 text. Synchronous: unknown binaries are named from a built-in signature table
- * (see {@link sniffDocumentKindDetailed} for a file-type based description).
+ * (the upload uses {@link sniffDocumentKindDetailed}, which asks file-type about the rest).
  */
 export function sniffDocumentKind(bytes: Uint8Array, fileName: string): SniffResult {
   const name = fileName || 'the file';
