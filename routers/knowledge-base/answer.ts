@@ -86,7 +86,8 @@ export interface ExecutedToolCall {
 /** The tools a model may call while answering, and how a call is carried out (bounded by the caller). */
 export interface ToolRunner {
   definitions: ModelTool[];
-  run(name: string, args: unknown): Promise<{ ok: true; result: unknown } | { ok: false; error: string }>;
+  /** Runs one call, given at most `timeoutMs` (the runner may allow itself less). */
+  run(name: string, args: unknown, timeoutMs: number): Promise<{ ok: true; result: unknown } | { ok: false; error: string }>;
 }
 
 /** Model turns per answer at most: a model that keeps calling tools gets a final answer asked for without them. */
@@ -114,14 +115,23 @@ export interface AnswerOptions {
 /**
  * The model answers with tools at hand: each round its tool calls run (arguments parsed, failures reported back to
  * it as errors), their results go back as tool messages, and after MAX_TOOL_STEPS rounds it must answer in text.
+ *
+ * One deadline bounds the whole answer, so that a model and tools each within their own timeouts cannot hold a
+ * visitor for minutes: twice the outbound timeout, the last outbound timeout of it kept for the final answer. Tools
+ * get only the time before that reserve; once it is spent, the calls left are not run and the model is asked to
+ * answer without tools. Every model call gets at most what is left.
  */
 async function answerWithTools(deps: AnswerDeps, config: KbConfigRow, messages: ChatMessage[], tools: ToolRunner, signal?: AbortSignal) {
   const executed: ExecutedToolCall[] = [];
   const usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
   const conversation = [...messages];
+  const reserve = deps.config.OUTBOUND_TIMEOUT_MS;
+  const deadline = Date.now() + 2 * reserve;
+  const timeForTools = () => deadline - reserve - Date.now();
   for (let step = 0; ; step++) {
-    const offered = step < MAX_TOOL_STEPS ? tools.definitions : [];
-    const reply = await complete(deps, config, { ...llmRequest(deps, config, conversation, signal), tools: offered });
+    const offered = step < MAX_TOOL_STEPS && timeForTools() > 0 ? tools.definitions : [];
+    const timeoutMs = Math.max(1, Math.min(reserve, deadline - Date.now()));
+    const reply = await complete(deps, config, { ...llmRequest(deps, config, conversation, signal), timeoutMs, tools: offered });
     usage.promptTokens += reply.usage.promptTokens;
     usage.completionTokens += reply.usage.completionTokens;
     usage.totalTokens += reply.usage.totalTokens;
@@ -136,6 +146,13 @@ async function answerWithTools(deps: AnswerDeps, config: KbConfigRow, messages: 
           executed.push({ name: call.name, arguments: {}, error: `${calls.length - MAX_CALLS_PER_STEP} more calls were not run` });
         continue;
       }
+      const left = timeForTools();
+      if (left <= 0) {
+        const error = 'Not run: the time for tools in this answer is spent';
+        executed.push({ name: call.name, arguments: {}, error });
+        conversation.push({ role: 'tool', toolCallId: call.id, content: JSON.stringify({ error }) });
+        continue;
+      }
       let args: Record<string, unknown> | undefined;
       try {
         const parsed: unknown = JSON.parse(call.arguments || '{}');
@@ -143,7 +160,7 @@ async function answerWithTools(deps: AnswerDeps, config: KbConfigRow, messages: 
       } catch {
         args = undefined;
       }
-      const outcome = args === undefined ? { ok: false as const, error: 'The arguments were not a JSON object' } : await tools.run(call.name, args);
+      const outcome = args === undefined ? { ok: false as const, error: 'The arguments were not a JSON object' } : await tools.run(call.name, args, left);
       const shown = (args ? bounded(args) : { raw: call.arguments.slice(0, 2000) }) as Record<string, unknown>;
       executed.push(
         outcome.ok

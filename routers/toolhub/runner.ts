@@ -3,7 +3,7 @@ import { AppError } from '../../schema/errors.ts';
 import type { AppDeps } from '../context.ts';
 import type { ToolRunner } from '../knowledge-base/answer.ts';
 import { providerUrls } from './oauth.ts';
-import { validatorOf } from './schemas.ts';
+import { forbiddenSchemaKeyword, validatorOf } from './schemas.ts';
 import * as repo from './repository.ts';
 import { credentialFor } from './tokens.ts';
 import { findToolkit } from './toolkits/catalogue.ts';
@@ -16,7 +16,8 @@ const TOOL_TIMEOUT_MS = 15_000;
 /** A tool the model may call, and how it runs. Names follow the providers' rule: [a-zA-Z0-9_-]{1,64}. */
 export interface RunnableTool {
   definition: ModelTool;
-  run(args: unknown): Promise<unknown>;
+  /** Runs the call within `timeoutMs` (at most TOOL_TIMEOUT_MS). */
+  run(args: unknown, timeoutMs: number): Promise<unknown>;
 }
 
 /**
@@ -42,7 +43,10 @@ export async function connectedTools(
     const account = await repo.findAccount(deps.database.db, ownerId, row.account_id);
     if (!account) continue;
     const settings = (account.settings as Record<string, unknown>) ?? {};
-    const schema = toolkit.slug === 'http' && isObject(settings.inputSchema) ? settings.inputSchema : tool.inputSchema;
+    const ownSchema = toolkit.slug === 'http' && isObject(settings.inputSchema);
+    const schema = ownSchema ? (settings.inputSchema as Record<string, unknown>) : tool.inputSchema;
+    // A schema stored before the keyword check was complete is never compiled: its patterns would run on the request thread.
+    const refused = ownSchema ? forbiddenSchemaKeyword(schema) : null;
     const description = toolkit.slug === 'http' && typeof settings.description === 'string' ? settings.description : tool.description;
     tools.push({
       definition: {
@@ -50,7 +54,10 @@ export async function connectedTools(
         description: `${description} (${toolkit.name}${account.label ? `: ${account.label}` : ''})`,
         parameters: schema,
       },
-      run: (args) => runConnectedTool(deps, toolkit, tool, account.id, schema, args),
+      run: (args, timeoutMs) =>
+        refused === null
+          ? runConnectedTool(deps, toolkit, tool, account.id, schema, args, timeoutMs)
+          : Promise.reject(new ToolError(`The tool's input schema uses ${refused}, which is not allowed: save the tool's settings again without it`)),
     });
   }
   return tools;
@@ -65,6 +72,7 @@ async function runConnectedTool(
   accountId: string,
   schema: Record<string, unknown>,
   args: unknown,
+  timeoutMs: number,
 ) {
   const validate = validatorOf(schema);
   if (!validate(args)) {
@@ -81,8 +89,8 @@ async function runConnectedTool(
       credential,
       apiBaseUrl: providerUrls(deps.config, toolkit).apiBaseUrl,
       settings: (account.settings as Record<string, unknown>) ?? {},
-      timeoutMs: TOOL_TIMEOUT_MS,
-      signal: AbortSignal.timeout(TOOL_TIMEOUT_MS),
+      timeoutMs,
+      signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (error) {
     // The provider no longer accepts the credential: the account stops being offered until it is reconnected.
@@ -104,22 +112,31 @@ export function toolRunner(tools: RunnableTool[]): ToolRunner {
   const byName = new Map(tools.map((t) => [t.definition.name, t]));
   return {
     definitions: tools.map((t) => t.definition),
-    async run(name, args) {
+    async run(name, args, timeoutMs) {
       const tool = byName.get(name);
       if (!tool) return { ok: false, error: `There is no tool named ${name.slice(0, 64)}` };
+      const limit = Math.max(1, Math.min(TOOL_TIMEOUT_MS, timeoutMs));
+      let timer: NodeJS.Timeout | undefined;
       try {
         const result = await Promise.race([
-          tool.run(args),
-          new Promise<never>((_, reject) =>
-            setTimeout(() => reject(new ToolError(`The tool did not answer within ${TOOL_TIMEOUT_MS / 1000} s`)), TOOL_TIMEOUT_MS).unref(),
-          ),
+          tool.run(args, limit),
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new ToolError(`The tool did not answer within ${seconds(limit)}`)), limit);
+          }),
         ]);
         return { ok: true, result };
       } catch (error) {
         if (error instanceof ToolError || error instanceof AppError)
           return { ok: false, error: error instanceof AppError && error.details ? error.details : error.message };
         return { ok: false, error: 'The tool failed' };
+      } finally {
+        clearTimeout(timer);
       }
     },
   };
+}
+
+/** "15 s", "1.5 s": a limit as the model and the owner read it. */
+function seconds(ms: number): string {
+  return `${Math.round(ms / 100) / 10} s`;
 }

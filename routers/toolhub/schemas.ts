@@ -40,8 +40,13 @@ export function validatorOf(schema: JsonSchema): ValidateFunction {
   return validate;
 }
 
-/** The first keyword of an owner's schema that is not allowed, with where it is. */
-function forbiddenKeyword(value: unknown, path: string): string | null {
+/**
+ * The first keyword of an owner's schema that is not allowed, with where it is. `names` marks a `properties` map,
+ * whose keys are the owner's property names, not keywords; each of its values is a schema again, checked in full
+ * (a property named `properties` must not smuggle a `pattern` past the check). Decided by the structure, never by
+ * the path's text.
+ */
+function forbiddenKeyword(value: unknown, path: string, names = false): string | null {
   if (Array.isArray(value)) {
     for (const [i, item] of value.entries()) {
       const found = forbiddenKeyword(item, `${path}.${i}`);
@@ -51,12 +56,16 @@ function forbiddenKeyword(value: unknown, path: string): string | null {
   }
   if (typeof value !== 'object' || value === null) return null;
   for (const [key, item] of Object.entries(value)) {
-    // Property names under `properties` are the owner's own words, not keywords.
-    if (FORBIDDEN_KEYWORDS.has(key) && !path.endsWith('.properties')) return `${path}.${key}`;
-    const found = forbiddenKeyword(item, `${path}.${key}`);
+    if (!names && FORBIDDEN_KEYWORDS.has(key)) return `${path}.${key}`;
+    const found = forbiddenKeyword(item, `${path}.${key}`, !names && key === 'properties');
     if (found) return found;
   }
   return null;
+}
+
+/** Where an owner-written input schema uses a keyword that is not allowed, or null. */
+export function forbiddenSchemaKeyword(schema: unknown): string | null {
+  return forbiddenKeyword(schema, 'inputSchema');
 }
 
 /** An account's settings, checked against its toolkit's settings schema (and an owner-written schema against the safe subset). */

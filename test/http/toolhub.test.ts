@@ -329,6 +329,24 @@ describe('API-key accounts, config and status', () => {
     const redos = await connect({ settings: { ...settings, inputSchema: { type: 'object', properties: { q: { type: 'string', pattern: '^(a+)+$' } } } } });
     expect(redos.status).toBe(400);
     expect(redos.body.error.details).toContain('settings.inputSchema.properties.q.pattern');
+    // A property named `properties` (or `pattern`) is a name; the schema under it is checked all the same.
+    const nested = await connect({
+      settings: { ...settings, inputSchema: { type: 'object', properties: { properties: { type: 'string', pattern: '^(a+)+$' } } } },
+    });
+    expect(nested.status).toBe(400);
+    expect(nested.body.error.details).toContain('settings.inputSchema.properties.properties.pattern');
+    const deeper = {
+      type: 'object',
+      properties: { x: { type: 'object', properties: { properties: { type: 'object', properties: { y: { type: 'string', format: 'email' } } } } } },
+    };
+    expect((await connect({ settings: { ...settings, inputSchema: deeper } })).body.error.details).toContain('properties.properties.properties.y.format');
+    const namedLikeKeywords = await connect({
+      settings: {
+        ...settings,
+        inputSchema: { type: 'object', properties: { pattern: { type: 'string' }, format: { type: 'string' }, properties: { type: 'string' } } },
+      },
+    });
+    expect(namedLikeKeywords.status, namedLikeKeywords.text).toBe(201);
     const ref = await connect({ settings: { ...settings, inputSchema: { type: 'object', $ref: '#/x' } } });
     expect(ref.body.error.details).toContain('$ref');
     const extra = await connect({ settings: { ...settings, surprise: true } });
