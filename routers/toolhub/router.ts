@@ -17,6 +17,7 @@ import { ownerProcedure, publicProcedure, router } from '../trpc.ts';
 import { activate, completeAuthorization, connect, knownToolkit, toAccount } from './accounts.ts';
 import { platformClient, providerUrls } from './oauth.ts';
 import * as repo from './repository.ts';
+import { modelToolNames } from './runner.ts';
 import { findConfig } from '../knowledge-base/repository.ts';
 import { PLATFORM_PREFIX } from './tokens.ts';
 import { TOOLKITS } from './toolkits/catalogue.ts';
@@ -34,6 +35,19 @@ const enabledToolSchema = z.object({
   name: z.string().meta({ description: 'The name the model sees (numbered when two accounts of a toolkit are enabled)' }),
   accountStatus: accountStatusSchema,
 });
+
+/** The enabled-tools list as the API shows it, with the names the model is offered. */
+function enabledTools(rows: Awaited<ReturnType<typeof repo.listEnabledTools>>) {
+  const names = modelToolNames(rows);
+  return rows.map((r, index) => ({
+    configId: r.config_id,
+    accountId: r.account_id,
+    toolkit: r.toolkit,
+    tool: r.tool,
+    name: names[index]!,
+    accountStatus: r.status,
+  }));
+}
 
 const accountNotFound = () => new AppError('NOT_FOUND', 'Account not found');
 const authConfigNotFound = () => new AppError('NOT_FOUND', 'Auth config not found');
@@ -424,16 +438,7 @@ export const toolhubRouter = router({
     .query(async ({ ctx, input }) => {
       if (input.configId !== undefined) await ownedConfigId(ctx, input.configId);
       const rows = await repo.listEnabledTools(ctx.deps.database.db, ctx.owner.id, input.configId);
-      return {
-        tools: rows.map((r) => ({
-          configId: r.config_id,
-          accountId: r.account_id,
-          toolkit: r.toolkit,
-          tool: r.tool,
-          name: `${r.toolkit}__${r.tool}`,
-          accountStatus: r.status,
-        })),
-      };
+      return { tools: enabledTools(rows) };
     }),
 
   setEnabledTools: ownerProcedure
@@ -468,16 +473,7 @@ export const toolhubRouter = router({
       }
       await db.transaction().execute((trx) => repo.replaceEnabledTools(trx, ctx.owner.id, input.configId, input.tools));
       const rows = await repo.listEnabledTools(db, ctx.owner.id, input.configId);
-      return {
-        tools: rows.map((r) => ({
-          configId: r.config_id,
-          accountId: r.account_id,
-          toolkit: r.toolkit,
-          tool: r.tool,
-          name: `${r.toolkit}__${r.tool}`,
-          accountStatus: r.status,
-        })),
-      };
+      return { tools: enabledTools(rows) };
     }),
 
   debugAccounts: ownerProcedure

@@ -30,16 +30,14 @@ export async function connectedTools(
   ownerId: string,
   configId: string,
 ): Promise<RunnableTool[]> {
-  const enabled = (await repo.listEnabledTools(deps.database.db, ownerId, configId)).filter((row) => row.status === 'ACTIVE');
-  const seen = new Map<string, number>();
+  const enabled = await repo.listEnabledTools(deps.database.db, ownerId, configId);
+  const names = modelToolNames(enabled);
   const tools: RunnableTool[] = [];
-  for (const row of enabled) {
+  for (const [index, row] of enabled.entries()) {
+    if (row.status !== 'ACTIVE') continue;
     const toolkit = findToolkit(row.toolkit);
     const tool = toolkit?.tools.find((t) => t.name === row.tool);
     if (!toolkit || !tool) continue;
-    const base = `${toolkit.slug}__${tool.name}`.slice(0, 60);
-    const count = (seen.get(base) ?? 0) + 1;
-    seen.set(base, count);
     const account = await repo.findAccount(deps.database.db, ownerId, row.account_id);
     if (!account) continue;
     const settings = (account.settings as Record<string, unknown>) ?? {};
@@ -50,7 +48,7 @@ export async function connectedTools(
     const description = toolkit.slug === 'http' && typeof settings.description === 'string' ? settings.description : tool.description;
     tools.push({
       definition: {
-        name: count === 1 ? base : `${base}_${count}`,
+        name: names[index]!,
         description: `${description} (${toolkit.name}${account.label ? `: ${account.label}` : ''})`,
         parameters: schema,
       },
@@ -61,6 +59,22 @@ export async function connectedTools(
     });
   }
   return tools;
+}
+
+/**
+ * The names models see for a knowledge base's enabled tools (rows in listEnabledTools' order): `<toolkit>__<tool>`,
+ * numbered from the second account with the same tool. Given to every row, active or not, so that a name does not
+ * move when another account stops or starts, and the enabled-tools list shows the names the model is offered.
+ */
+export function modelToolNames(rows: ReadonlyArray<{ config_id: string; toolkit: string; tool: string }>): string[] {
+  const seen = new Map<string, number>();
+  return rows.map((row) => {
+    const base = `${row.toolkit}__${row.tool}`.slice(0, 60);
+    const key = `${row.config_id} ${base}`;
+    const count = (seen.get(key) ?? 0) + 1;
+    seen.set(key, count);
+    return count === 1 ? base : `${base}_${count}`;
+  });
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);

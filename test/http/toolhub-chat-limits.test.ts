@@ -15,6 +15,7 @@ const OUTBOUND_TIMEOUT_MS = 600;
 /** What the model asks for whenever it is offered tools; with none offered it answers in text. */
 let calls: Array<{ name: string; arguments: unknown }> = [];
 const offeredTools: number[] = [];
+const offeredNames: string[][] = [];
 let model: Server;
 let slowTool: Server;
 const slowTimers = new Set<NodeJS.Timeout>();
@@ -76,7 +77,8 @@ beforeAll(async () => {
     req.on('end', () => {
       const request = JSON.parse(body);
       offeredTools.push(request.tools?.length ?? 0);
-      const message = request.tools?.length
+      offeredNames.push((request.tools ?? []).map((t: { function: { name: string } }) => t.function.name));
+      const message = request.tools?.length && calls.length > 0
         ? {
             role: 'assistant',
             content: null,
@@ -161,5 +163,23 @@ describe('a chat turn with tools', () => {
     expect(res.body.toolCalls[0].error).toBe(
       "The tool's input schema uses inputSchema.properties.properties.pattern, which is not allowed: save the tool's settings again without it",
     );
+  });
+
+  it('the enabled-tools list names each tool as the model is offered it, a second account numbered', async () => {
+    const first = await addHttpTool(`${toolUrl}/a`, { type: 'object' });
+    const second = await addHttpTool(`${toolUrl}/b`, { type: 'object' });
+    const listed = await enable([first, second]);
+    expect(listed).toEqual(['http__call', 'http__call_2']);
+    calls = [];
+    const { res } = await visitorChat('Anything?');
+    expect(res.status, res.text).toBe(200);
+    expect(
+      offeredNames
+        .at(-1)!
+        .filter((n) => n.startsWith('http__'))
+        .sort(),
+    ).toEqual(listed);
+    const got = await app.request('GET', `/api/v1/toolhub/enabled-tools?configId=${configId}`, { token: owner.token });
+    expect(got.body.data.tools.map((t: { name: string }) => t.name)).toEqual(listed);
   });
 });
