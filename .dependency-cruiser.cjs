@@ -42,6 +42,27 @@ module.exports = {
       to: { path: '^adapters/inbound/[^/]+/', pathNot: '^adapters/inbound/$1/' },
     },
     {
+      name: 'outbound-calls-only-through-the-guarded-client',
+      comment:
+        'Sockets, HTTP clients and DNS only in the guarded client (adapters/outbound/http/), the operator-set DNS resolver ' +
+        '(adapters/outbound/dns/), the database driver (db/) and the listener (server/); elsewhere only their pure helpers ' +
+        '(isIP, createSecureContext, checkServerIdentity) in the files named here, and types anywhere',
+      severity: 'error',
+      from: {
+        path: '^(routers|adapters|schema)/',
+        pathNot:
+          '\\.test\\.ts$|^adapters/outbound/(http|dns)/|^routers/domains/(certificate-store|served-certificate|hostname)\\.ts$|^adapters/outbound/rate-limit/client-key\\.ts$',
+      },
+      to: { dependencyTypes: ['core'], dependencyTypesNot: ['type-only'], path: '^(node:)?(http|https|http2|net|tls|dns|dns/promises|dgram)$' },
+    },
+    {
+      name: 'no-http-client-library-outside-the-guarded-client',
+      comment: 'An HTTP client library is an unguarded way out: only the guarded client may use one',
+      severity: 'error',
+      from: { path: '^(routers|adapters|schema|server)/', pathNot: '\\.test\\.ts$|^adapters/outbound/http/' },
+      to: { path: 'node_modules/(undici|node-fetch|axios|got|cross-fetch)/', dependencyTypesNot: ['type-only'] },
+    },
+    {
       name: 'no-circular',
       comment: 'A cycle means two modules are one; split out what both need',
       severity: 'error',
@@ -65,7 +86,6 @@ module.exports = {
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '^node_modules/' },
     enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'] },
   },
 };

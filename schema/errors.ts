@@ -1,6 +1,6 @@
 /**
- * The closed list of error codes. Every error a client can see carries one of these; only the REST
- * adapter (adapters/inbound/http-status.ts) decides which HTTP status each one gets.
+ * The closed list of error codes. Every error a client can see carries one of these; one table,
+ * adapters/inbound/http-status.ts, decides which HTTP status each one gets, for every inbound adapter.
  */
 export const ERROR_CODES = [
   'BAD_REQUEST',

@@ -74,10 +74,6 @@ function clientIpOf(req: IncomingMessage, trustProxy: boolean) {
   return req.socket.remoteAddress ?? 'unknown';
 }
 
-/**
- * The request flow of the design: HTTPS check -> request id -> route to an adapter with a fresh context.
- * Every response carries X-Request-Id; secure ones carry HSTS.
- */
 const ACME_CHALLENGE_PATH = '/.well-known/acme-challenge/';
 
 async function answerAcmeChallenge(deps: AppDeps, res: ServerResponse, token: string) {
@@ -109,6 +105,10 @@ async function serveMetrics(deps: AppDeps, req: IncomingMessage, res: ServerResp
   res.end(body);
 }
 
+/**
+ * The request flow of the design: HTTPS check -> request id -> route to an adapter with a fresh context.
+ * Every response carries X-Request-Id; secure ones carry HSTS.
+ */
 export function createDispatcher(
   deps: AppDeps,
   adapters: { rest: AdapterHandler; trpc: AdapterHandler; graphql: AdapterHandler; web: { matches(path: string): boolean; handle: AdapterHandler } },

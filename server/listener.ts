@@ -46,11 +46,6 @@ const CLIENT_ERRORS: Record<string, AppError> = {
 };
 
 /**
- * A request Node's parser refuses (a malformed request line, an invalid header character such as NUL, headers
- * too large, a timeout) never reaches our dispatch: answer it with the same error envelope instead of Node's
- * bare `400 Bad Request`, then close, since the rest of the stream cannot be trusted.
- */
-/**
  * After an error answer the client may still be sending what was refused (the rest of oversized headers). Closing
  * with unread bytes makes the kernel reset the connection, and a client that writes everything before reading (curl)
  * then loses our answer. So the socket is half-closed and what arrives is read and discarded (Node's parser keeps
@@ -60,6 +55,11 @@ const ANSWERED_LINGER_MS = 5_000;
 const ANSWERED_LINGER_BYTES = 1024 * 1024;
 const answeredAt = new WeakMap<Socket, number>();
 
+/**
+ * A request Node's parser refuses (a malformed request line, an invalid header character such as NUL, headers
+ * too large, a timeout) never reaches our dispatch: answer it with the same error envelope instead of Node's
+ * bare `400 Bad Request`, then close, since the rest of the stream cannot be trusted.
+ */
 function answerClientError(error: NodeJS.ErrnoException, socket: Socket) {
   const answeredBytes = answeredAt.get(socket);
   if (answeredBytes !== undefined) {

@@ -7,13 +7,13 @@ import type { KbConfigRow } from './repository.ts';
 
 const localEmbedders = new Map<string, Embedder>();
 
+/** What building an embedder needs: the guarded client and the key box for providers. */
+export type EmbedderDeps = Pick<AppDeps, 'http' | 'secrets'>;
+
 /**
  * The embedder of a configuration: 'serving' is the model of the vectors queries read (and new documents
  * join); 'target' is the model a re-embedding is moving to. They are the same except during a switch.
  */
-/** What building an embedder needs: the guarded client and the key box for providers, the pool for local work. */
-export type EmbedderDeps = Pick<AppDeps, 'http' | 'secrets'>;
-
 export function embedderFor(deps: EmbedderDeps, config: KbConfigRow, which: 'serving' | 'target' = 'serving'): Embedder {
   const settings = which === 'serving' ? config.serving_embedding : config.embedding;
   const apiKeyEnc = which === 'serving' ? config.serving_embedding_api_key_enc : config.embedding_api_key_enc;

@@ -3,7 +3,8 @@ import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 /**
- * SQL lives only in repositories: under routers/, a file that is not `*repository.ts` (or a test) builds no query
+ * SQL lives only in repositories: under routers/, adapters/ and server/, a file that is not `*repository.ts` (or a
+ * test) builds no query
  * and writes no raw SQL; it asks its area's repository, and another area asks that area's repository.
  * `.transaction()` may stay where a procedure or job coordinates one (the outbox's withEvents, an ingestion's
  * final commit): every statement inside comes from a repository function given the transaction, which the
@@ -41,9 +42,11 @@ function sqlOutsideRepositories(files: Array<{ path: string; text: string }>): s
 }
 
 describe('architecture', () => {
-  it('no SQL under routers/ outside *repository.ts', () => {
-    const files = sourceFiles(join(ROOT, 'routers')).map((path) => ({ path: relative(ROOT, path), text: readFileSync(path, 'utf8') }));
-    expect(files.length).toBeGreaterThan(20);
+  it('no SQL under routers/, adapters/ or server/ outside *repository.ts', () => {
+    const files = ['routers', 'adapters', 'server']
+      .flatMap((dir) => sourceFiles(join(ROOT, dir)))
+      .map((path) => ({ path: relative(ROOT, path), text: readFileSync(path, 'utf8') }));
+    expect(files.length).toBeGreaterThan(200);
     expect(sqlOutsideRepositories(files)).toEqual([]);
   });
 
@@ -65,5 +68,16 @@ describe('architecture', () => {
     expect(sqlOutsideRepositories([{ path: 'routers/area/router.test.ts', text: allowed }])).toEqual([]);
     const coordinated = 'await db.transaction().execute(async (trx) => { await repo.insertThing(trx, thing); });';
     expect(sqlOutsideRepositories([{ path: 'routers/area/router.ts', text: coordinated }])).toEqual([]);
+  });
+
+  it('no global fetch in product code: outbound calls go through the guarded client (the layer rules check the modules)', () => {
+    // graphiql.ts holds browser code in a string: that fetch runs in the owner's browser, against our own origin.
+    const browserCode = new Set(['adapters/inbound/graphql/graphiql.ts']);
+    const found = ['routers', 'adapters', 'server', 'schema', 'db']
+      .flatMap((dir) => sourceFiles(join(ROOT, dir)))
+      .map((path) => relative(ROOT, path))
+      .filter((path) => !path.endsWith('.test.ts') && !browserCode.has(path))
+      .filter((path) => /(^|[^.\w])fetch\(|new WebSocket\(/m.test(readFileSync(join(ROOT, path), 'utf8')));
+    expect(found).toEqual([]);
   });
 });

@@ -9,7 +9,7 @@ import { legacyLookup, type LegacyRoute } from './legacy.ts';
 import { readMultipart } from './multipart.ts';
 import { buildRouteTable, type RestRoute } from './routes.ts';
 import { streamEvents } from './sse.ts';
-import { procedureRunner } from '../call-procedure.ts';
+import { procedureRunner } from './call-procedure.ts';
 import { PLAN_RULES } from '../../../schema/plans.ts';
 import { enforceRateLimit } from '../../../routers/trpc.ts';
 

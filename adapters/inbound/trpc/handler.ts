@@ -58,10 +58,10 @@ function withWireErrorCodes(router: AnyRouter): AnyRouter {
   return { ...router, _def: { ...router._def, _config: { ...config, errorFormatter } } } as AnyRouter;
 }
 
-/** /trpc/* for first-party apps using the typed client. Same procedures, same context, same status mapping. */
 /** Calls per tRPC batch: each is counted by the rate limiter, and a huge batch is refused outright. */
 const MAX_BATCH_SIZE = 20;
 
+/** /trpc/* for first-party apps using the typed client. Same procedures, same context, same status mapping. */
 export function createTrpcHandler(appRouter: AnyRouter, maxBodyBytes: number) {
   const router = withWireErrorCodes(appRouter);
   return async (req: IncomingMessage, res: ServerResponse, ctx: Context, url: URL) => {

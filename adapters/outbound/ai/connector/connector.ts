@@ -201,11 +201,6 @@ async function* sseJsonEvents(body: Readable): AsyncGenerator<{ event: string; d
   }
 }
 
-/**
- * Langflow's stream: JSON objects separated by blank lines (no `data:`
- * prefix), or newline-delimited JSON; SSE framing (`data:` lines) is
- * accepted too. A JSON value may span lines until the blank line ending it.
- */
 /** Longest JSON event we assemble from several lines; beyond it the partial event is dropped. */
 const MAX_JSON_EVENT_CHARS = 1024 * 1024;
 
