@@ -2,9 +2,9 @@ import { initTRPC, TRPCError } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { AppError } from '../schema/errors.ts';
 import type { Context } from './context.ts';
-import { unauthorized } from './auth/caller.ts';
+import { bearerToken, unauthorized } from './auth/caller.ts';
+import { sameSecret } from '../adapters/outbound/secrets.ts';
 import type { Caller, OwnerPrincipal } from './auth/principal.ts';
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { clientKey } from '../adapters/outbound/rate-limit/client-key.ts';
 import { findIllFormedText } from '../schema/text-input.ts';
 import { PLAN_RULES } from '../schema/plans.ts';
@@ -247,11 +247,7 @@ export const visitorProcedure = t.procedure.meta({ auth: 'visitor' }).use(
 export const cronProcedure = t.procedure.meta({ auth: 'cron' }).use(
   guardedAsIs(async (ctx) => {
     const secret = ctx.deps.config.CRON_SECRET;
-    const given = /^Bearer\s+(\S+)$/i.exec(ctx.authorization ?? '')?.[1] ?? '';
-    // Digests have equal lengths whatever was sent, so the comparison itself can neither throw nor leak length.
-    const digest = (value: string) => createHash('sha256').update(value).digest();
-    const ok = secret !== undefined && given !== '' && timingSafeEqual(digest(given), digest(secret));
-    if (ok) return;
+    if (secret !== undefined && sameSecret(bearerToken(ctx.authorization) ?? '', secret)) return;
     // A valid credential of another kind is the wrong kind (403), as everywhere else; anything else is 401.
     const caller = await ctx.getCaller();
     if (caller.kind !== 'anonymous') throw new AppError('FORBIDDEN', 'This operation needs the cron secret');

@@ -1,9 +1,10 @@
 import { findChallenge } from '../routers/domains/certificate-repository.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { AppError } from '../schema/errors.ts';
 import type { AppDeps, Context } from '../routers/context.ts';
-import { resolveCaller } from '../routers/auth/caller.ts';
+import { bearerToken, resolveCaller } from '../routers/auth/caller.ts';
+import { sameSecret } from '../adapters/outbound/secrets.ts';
 import { sendError } from '../adapters/inbound/envelope.ts';
 import { HTTP_STATUS } from '../adapters/inbound/http-status.ts';
 import { attachBodyLease, createBodyBudget } from '../adapters/inbound/request-body.ts';
@@ -95,9 +96,7 @@ async function answerAcmeChallenge(deps: AppDeps, res: ServerResponse, token: st
 async function serveMetrics(deps: AppDeps, req: IncomingMessage, res: ServerResponse) {
   const token = deps.config.METRICS_TOKEN;
   if (!token) return sendError(res, new AppError('NOT_FOUND', 'Route not found', `${req.method} /metrics`));
-  const given = /^Bearer (.+)$/.exec(String(req.headers.authorization ?? ''))?.[1] ?? '';
-  const digest = (text: string) => createHash('sha256').update(text).digest();
-  if (!timingSafeEqual(digest(given), digest(token))) {
+  if (!sameSecret(bearerToken(req.headers.authorization) ?? '', token)) {
     return sendError(res, new AppError('UNAUTHORIZED', 'Authentication required', 'Send Authorization: Bearer <METRICS_TOKEN>'));
   }
   const body = await deps.metrics.registry.metrics();

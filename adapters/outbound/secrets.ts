@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -7,6 +7,19 @@ import { join } from 'node:path';
  * AES-256-GCM, random 96-bit nonce per value; stored as `v1.<nonce>.<tag>.<ciphertext>` in base64url.
  */
 const TAG_LENGTH = 16;
+
+/** SHA-256 in hex: how bearer tokens, API keys and single-use tokens are stored (a database leak yields none of them). */
+export const sha256Hex = (value: string) => createHash('sha256').update(value).digest('hex');
+
+/**
+ * Whether a presented secret is the expected one, in constant time. Digests have equal lengths whatever was sent,
+ * so the comparison can neither throw nor leak the length; an empty secret never matches.
+ */
+export function sameSecret(given: string, expected: string): boolean {
+  if (given === '' || expected === '') return false;
+  const digest = (value: string) => createHash('sha256').update(value).digest();
+  return timingSafeEqual(digest(given), digest(expected));
+}
 
 export interface SecretBox {
   seal(plaintext: string): string;

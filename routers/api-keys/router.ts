@@ -4,7 +4,7 @@ import { AppError } from '../../schema/errors.ts';
 import { apiKeySchema, createApiKeyInput, createdApiKeySchema, updateApiKeyInput } from '../../schema/api-keys.ts';
 import { deletedSchema, idParam } from '../../schema/common.ts';
 import { ownerProcedure, router } from '../trpc.ts';
-import { sha256Hex } from '../auth/caller.ts';
+import { sha256Hex } from '../../adapters/outbound/secrets.ts';
 import { findOwnedInterface } from '../chat-interfaces/repository.ts';
 import { displayPrefix, generateApiKey } from './key-format.ts';
 import * as keys from './repository.ts';

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import { AppError } from '../../schema/errors.ts';
 import type { AppDeps } from '../context.ts';
+import { sha256Hex } from '../../adapters/outbound/secrets.ts';
 import { parseApiKey } from '../api-keys/key-format.ts';
 import { findActiveKeyByHash, findKeyOwnerByHash, touchKeyLastUsed } from '../api-keys/repository.ts';
 import { looksLikeJwt, resolveOidcCaller } from './oidc.ts';
@@ -8,7 +8,10 @@ import type { Caller, OwnerPrincipal } from './principal.ts';
 import type { ValidSession } from './session-cache.ts';
 import { readVisitorToken, VISITOR_TOKEN_PREFIX } from '../visitors/token.ts';
 
-export const sha256Hex = (value: string) => createHash('sha256').update(value).digest('hex');
+/** The token of `Authorization: Bearer <token>` (the scheme in any case, as RFC 9110 has it), or undefined. */
+export function bearerToken(authorization: string | undefined): string | undefined {
+  return /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1];
+}
 
 /** A key in a security event: its first 8 characters, never more. */
 const keyHint = (token: string) => token.slice(0, 8);
@@ -40,9 +43,8 @@ export async function resolveCaller(
   clientIp?: string,
 ): Promise<Caller> {
   if (!authorization) return { kind: 'anonymous', reason: 'missing' };
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-  if (!match?.[1]) return { kind: 'anonymous', reason: 'invalid' };
-  const token = match[1];
+  const token = bearerToken(authorization);
+  if (!token) return { kind: 'anonymous', reason: 'invalid' };
 
   if (token.startsWith('svc_')) {
     // A bad checksum is refused here, without a database lookup.

@@ -4,7 +4,8 @@
  * (the SSRF-guarded client) and cached; nothing here ever turns a bad token or an unreachable provider
  * into anything but an anonymous 'invalid' caller.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import { sha256Hex } from '../../adapters/outbound/secrets.ts';
 import {
   createLocalJWKSet,
   errors as joseErrors,
@@ -139,7 +140,6 @@ function cacheFor(deps: OidcDeps): JwksCache {
   return cache;
 }
 
-const sha256Hex = (value: string) => createHash('sha256').update(value).digest('hex');
 const invalid: Caller = { kind: 'anonymous', reason: 'invalid' };
 
 /** Verifies an ID token of OIDC_ISSUER and maps it to an owner. Only call when OIDC_ISSUER is set. */

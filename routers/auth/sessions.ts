@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Lucia, TimeSpan } from 'lucia';
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/types.ts';
-import { sha256Hex } from './caller.ts';
+import { sha256Hex } from '../../adapters/outbound/secrets.ts';
 import { createSessionRepository } from './session-repository.ts';
 import type { SessionCache } from './session-cache.ts';
 

@@ -1,4 +1,5 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { sha256Hex } from '../../adapters/outbound/secrets.ts';
 import { z } from 'zod';
 import { chatMessageSchema, chatRequestSchema, chatResponseSchema } from '../../schema/chat.ts';
 import { toIso } from '../../schema/common.ts';
@@ -13,7 +14,6 @@ import { issueVisitorToken } from './token.ts';
 
 const tags = ['Visitors'];
 const RESUME_PREFIX = 'vrt_';
-const hashResume = (token: string) => createHash('sha256').update(token).digest('hex');
 const sessionNotFound = () => new AppError('NOT_FOUND', 'Session not found');
 
 /** A browser page on an origin other than ours (the hosted page's own) must be one the owner allowed. */
@@ -62,13 +62,13 @@ export const visitorsRouter = router({
       if (!iface) throw interfaceNotFound();
       checkOrigin(ctx.origin, ctx.host, iface.allowed_origins);
       const resumed = input.resumeToken?.startsWith(RESUME_PREFIX)
-        ? await repo.resumeVisitor(db, iface.id, hashResume(input.resumeToken), ctx.deps.config.VISITOR_RESUME_IDLE_DAYS)
+        ? await repo.resumeVisitor(db, iface.id, sha256Hex(input.resumeToken), ctx.deps.config.VISITOR_RESUME_IDLE_DAYS)
         : undefined;
       let visitorId = resumed?.id;
       let resumeToken: string | null = null;
       if (!visitorId) {
         resumeToken = `${RESUME_PREFIX}${randomBytes(32).toString('base64url')}`;
-        visitorId = await repo.insertVisitor(db, { chatInterfaceId: iface.id, ownerId: iface.owner_id, resumeHash: hashResume(resumeToken) });
+        visitorId = await repo.insertVisitor(db, { chatInterfaceId: iface.id, ownerId: iface.owner_id, resumeHash: sha256Hex(resumeToken) });
       } else ctx.response.status = 200;
       const expiresAt = Date.now() + ctx.deps.config.VISITOR_TOKEN_TTL_SECONDS * 1000;
       return {

@@ -597,7 +597,8 @@ async function main() {
   const { loadTlsMaterial } = await import('../../server/tls.ts');
   const { createContext } = await import('../../server/dispatch.ts');
   const { appRouter } = await import('../../routers/app-router.ts');
-  const { resolveCaller, sha256Hex } = await import('../../routers/auth/caller.ts');
+  const { resolveCaller } = await import('../../routers/auth/caller.ts');
+  const { sha256Hex } = await import('../../adapters/outbound/secrets.ts');
   const { findActiveKeyByHash } = await import('../../routers/api-keys/repository.ts');
   const chatRepo = await import('../../routers/chat/repository.ts');
   const { callEndpoint } = await import('../../adapters/outbound/ai/connector/connector.ts');

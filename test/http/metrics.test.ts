@@ -32,6 +32,9 @@ describe('/metrics', () => {
 
     expect((await app.request('GET', '/metrics')).status).toBe(401);
     expect((await app.request('GET', '/metrics', { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
+    // The scheme is case-insensitive (RFC 9110), as for every other bearer credential here; an empty token is no token.
+    expect((await app.request('GET', '/metrics', { headers: { authorization: `bearer  ${TOKEN}` } })).status).toBe(200);
+    expect((await app.request('GET', '/metrics', { headers: { authorization: 'Bearer ' } })).status).toBe(401);
     const res = await app.request('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toContain('text/plain');
