@@ -40,8 +40,10 @@ export async function queueBookingMail(
   }
 }
 
-/** The attendee's reminder, BOOKING_REMINDER_MINUTES before the start; none when that moment has passed. */
+/** The attendee's reminder, BOOKING_REMINDER_MINUTES before the start; none when that moment has passed, or with 0. */
 export async function queueReminder(deps: Pick<AppDeps, 'mailJobs' | 'config'>, trx: Transaction<DB>, booking: repo.BookingRow, linkOrigin: string | null) {
+  // 0 means no reminders (README, config), not one at the meeting's start.
+  if (deps.config.BOOKING_REMINDER_MINUTES === 0) return;
   const runAt = new Date(booking.start_at.getTime() - deps.config.BOOKING_REMINDER_MINUTES * 60_000);
   if (runAt.getTime() <= Date.now() + 60_000) return;
   await deps.mailJobs.enqueue(

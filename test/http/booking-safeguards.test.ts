@@ -1,0 +1,111 @@
+import ICAL from 'ical.js';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSmtpServer, type TestSmtpServer } from '../helpers/smtp-server.ts';
+import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { startWebhookReceiver, verifyDelivery, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
+
+/**
+ * Bookings' audit findings, through the real listener with a real SMTP server: deleting an interface cancels its
+ * upcoming bookings (mail and event) and nothing deletes them silently, the caps on anonymous visitors' bookings,
+ * the attendee's mail without the booker's free text, no reminder with BOOKING_REMINDER_MINUTES=0, the slot cap,
+ * one-line phones and no manual bookings in the past.
+ */
+
+let app: TestApp;
+let smtp: TestSmtpServer;
+let receiver: WebhookReceiver;
+let a: { token: string; ownerId: string; email: string };
+let kb: string;
+
+const DAY = 24 * 3600_000;
+const allDay = [{ start: '00:00', end: '24:00' }];
+const availability = {
+  timeZone: 'UTC',
+  weekly: Object.fromEntries(['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, allDay])),
+  slotMinutes: 30,
+  minNoticeMinutes: 0,
+  maxDaysAhead: 365,
+};
+/** A slot start on the half hour, `days` days from now. */
+const slotIn = (days: number, extraMinutes = 0) => {
+  const t = new Date(Date.now() + days * DAY);
+  t.setUTCHours(10, extraMinutes, 0, 0);
+  return t.toISOString();
+};
+
+function calendarOf(mail: TestSmtpServer['messages'][number]) {
+  const part = mail.parsed.attachments.find((att) => att.contentType.startsWith('text/calendar'));
+  const calendar = new ICAL.Component(ICAL.parse(part!.content.toString('utf8')));
+  const event = calendar.getFirstSubcomponent('vevent')!;
+  return {
+    method: calendar.getFirstPropertyValue('method'),
+    uid: String(event.getFirstPropertyValue('uid')),
+    sequence: Number(event.getFirstPropertyValue('sequence') ?? 0),
+    description: String(event.getFirstPropertyValue('description') ?? ''),
+  };
+}
+
+/** A public interface with booking hours whose knowledge base offers the booking tool. */
+async function bookableInterface(name: string, hours: Record<string, unknown> = availability) {
+  const created = await app.request('POST', '/api/v1/chat-interfaces', { token: a.token, body: { name, configId: kb, public: true } });
+  expect(created.status, created.text).toBe(201);
+  const iface = { id: created.body.data.chatInterface.id as string, slug: created.body.data.chatInterface.slug as string };
+  const saved = await app.request('PUT', `/api/v1/chat-interfaces/${iface.id}/availability`, { token: a.token, body: hours });
+  expect(saved.status, saved.text).toBe(200);
+  return iface;
+}
+
+const visitorToken = async (slug: string) => (await app.request('POST', `/api/v1/chat/${slug}/visitor-sessions`, { body: {} })).body.data.token as string;
+const visitorBook = (slug: string, token: string, start: string, extra: Record<string, unknown> = {}) =>
+  app.request('POST', `/api/v1/chat/${slug}/bookings`, {
+    token,
+    body: { start, attendee: { name: 'Guest', email: 'guest@example.com' }, ...extra },
+  });
+
+beforeAll(async () => {
+  smtp = await startSmtpServer();
+  receiver = await startWebhookReceiver();
+  app = await startTestApp({
+    SMTP_URL: smtp.url,
+    RATE_LIMIT_DEFAULT: '100000',
+    RATE_LIMIT_VISITOR_SESSIONS: '1000',
+    RATE_LIMIT_VISITOR_IP: '100000',
+    OUTBOUND_ALLOW_HOSTS: receiver.hostPort,
+    PUBLIC_ORIGINS: 'https://book.example',
+  });
+  a = await app.signUp('safe-a');
+  kb = (await app.request('POST', '/api/v1/knowledge-base/configs', { token: a.token, body: { name: 'Bookings' } })).body.data.config.id;
+  const tools = await app.request('PATCH', `/api/v1/knowledge-base/configs/${kb}/tools`, {
+    token: a.token,
+    body: { tools: [{ name: 'book_slot', enabled: true }] },
+  });
+  expect(tools.status, tools.text).toBe(200);
+});
+afterAll(async () => {
+  await app?.stop();
+  await smtp?.close();
+  await receiver?.close();
+});
+
+describe('reminders', () => {
+  it('BOOKING_REMINDER_MINUTES=0 queues none (the default queues one)', async () => {
+    const iface = await bookableInterface('Reminder desk');
+    const peer = await app.startPeer({ BOOKING_REMINDER_MINUTES: '0' });
+    const reminders = async (bookingId: string) =>
+      (
+        await sql<{ n: number }>`select count(*)::int as n from jobs where kind = 'booking.mail' and payload->>'bookingId' = ${bookingId}
+          and payload->>'kind' = 'reminder'`.execute(app.deps.database.db)
+      ).rows[0]!.n;
+    try {
+      const body = (start: string) => ({ chatInterfaceId: iface.id, start, attendee: { name: 'Ada', email: 'ada@example.com' } });
+      const none = await peer.request('POST', '/api/v1/bookings', { token: a.token, body: body(slotIn(12)) });
+      expect(none.status, none.text).toBe(201);
+      expect(await reminders(none.body.data.booking.id)).toBe(0);
+      const some = await app.request('POST', '/api/v1/bookings', { token: a.token, body: body(slotIn(13)) });
+      expect(await reminders(some.body.data.booking.id)).toBe(1);
+    } finally {
+      await peer.stop();
+    }
+  });
+});
