@@ -110,7 +110,7 @@ export const availableSlotsInput = z.object({
 export const attendeeInput = z.object({
   name: singleLineText(200).meta({ description: 'One line: it is in the subject and the invitation of the booking mails' }),
   email: z.email().max(254),
-  phone: z.string().trim().min(3).max(40).optional(),
+  phone: singleLineText(40).min(3).optional().meta({ description: 'One line: it is written into the owner’s booking mails' }),
   timeZone: timeZoneSchema.optional().meta({ description: "The attendee's zone, for their mails; default: the availability's" }),
 });
 

@@ -218,6 +218,8 @@ export const bookingsRouter = router({
       const chatInterfaceId = await ownedInterfaceId(ctx, input.chatInterfaceId);
       const start = instant(input.start, 'start');
       const end = instant(input.end, 'end');
+      // A meeting that has begun cannot be attended: booking one would only mail invitations for the past.
+      if (start.getTime() < Date.now()) throw new AppError('VALIDATION_FAILED', 'Invalid request parameters', 'start: must not be in the past');
       if (end <= start) throw new AppError('VALIDATION_FAILED', 'Invalid request parameters', 'end: must be after start');
       if (end.getTime() - start.getTime() > DAY_MS)
         throw new AppError('VALIDATION_FAILED', 'Invalid request parameters', 'end: a booking lasts at most 24 hours');

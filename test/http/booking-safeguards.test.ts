@@ -109,3 +109,42 @@ describe('reminders', () => {
     }
   });
 });
+
+describe('input', () => {
+  it('a phone with a line break is a 400 naming attendee.phone', async () => {
+    const iface = await bookableInterface('Phone desk');
+    for (const phone of ['+49 30 1234\r\nBcc: victim@example.com', '+49\n30', '+49\t30']) {
+      const res = await app.request('POST', '/api/v1/bookings', {
+        token: a.token,
+        body: { chatInterfaceId: iface.id, start: slotIn(14), attendee: { name: 'Ada', email: 'ada@example.com', phone } },
+      });
+      expect(res.status, phone).toBe(400);
+      expect(res.body.error.details).toContain('attendee.phone');
+    }
+    const fine = await app.request('POST', '/api/v1/bookings', {
+      token: a.token,
+      body: { chatInterfaceId: iface.id, start: slotIn(14), attendee: { name: 'Ada', email: 'ada@example.com', phone: '+49 30 1234' } },
+    });
+    expect(fine.status, fine.text).toBe(201);
+  });
+
+  it('a manual booking that starts in the past is a 400 and mails nothing', async () => {
+    const iface = await bookableInterface('Past desk');
+    const before = smtp.messages.length;
+    const hourAgo = new Date(Date.now() - 3600_000);
+    for (const [start, end] of [
+      ['1970-01-01T10:00:00Z', '1970-01-01T11:00:00Z'],
+      [hourAgo.toISOString(), new Date(hourAgo.getTime() + 2 * 3600_000).toISOString()],
+    ]) {
+      const res = await app.request('POST', '/api/v1/bookings/manual', {
+        token: a.token,
+        body: { chatInterfaceId: iface.id, start, end, attendee: { name: 'Ada', email: 'past@example.com' } },
+      });
+      expect(res.status, res.text).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 'VALIDATION_FAILED', details: 'start: must not be in the past' });
+    }
+    expect(await app.deps.database.db.selectFrom('bookings').select('id').where('chat_interface_id', '=', iface.id).execute()).toEqual([]);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(smtp.messages.slice(before).some((m) => m.envelope.to.includes('past@example.com'))).toBe(false);
+  });
+});
