@@ -22,6 +22,11 @@ import { localIso } from './slots.ts';
 
 const tags = ['Bookings'];
 const MAX_WINDOW_DAYS = 62;
+/**
+ * Slots in one answer, earliest first. 62 days of 5-minute slots are ~17,500, and formatting their local times
+ * held the event loop for seconds; a client that gets `truncated` asks again from after the last slot.
+ */
+export const MAX_SLOTS = 1000;
 const bookingOut = z.object({ booking: bookingSchema });
 
 const interfaceNotFound = () => new AppError('NOT_FOUND', 'Chat interface not found');
@@ -54,22 +59,27 @@ export async function slotsOf(ctx: Pick<Context, 'deps'>, chatInterfaceId: strin
     throw new AppError('VALIDATION_FAILED', 'Invalid request parameters', `to: at most ${MAX_WINDOW_DAYS} days after from`);
   }
   const row = await repo.findAvailability(ctx.deps.database.db, chatInterfaceId);
-  if (!row) return { timeZone: window.timeZone ?? 'UTC', availabilityTimeZone: null, slots: [] };
+  if (!row) return { timeZone: window.timeZone ?? 'UTC', availabilityTimeZone: null, slots: [], truncated: false };
   const availability = toAvailability(row);
   const zone = window.timeZone ?? availability.timeZone;
-  const slots = (await freeSlotsOf(ctx.deps, chatInterfaceId, availability, { from, to })).map((s) => ({
+  const free = await freeSlotsOf(ctx.deps, chatInterfaceId, availability, { from, to });
+  // Only the slots answered are formatted: the local times (luxon) are most of the cost of a long window.
+  const slots = free.slice(0, MAX_SLOTS).map((s) => ({
     start: s.start.toISOString(),
     end: s.end.toISOString(),
     localStart: localIso(s.start, zone),
     localEnd: localIso(s.end, zone),
   }));
-  return { timeZone: zone, availabilityTimeZone: availability.timeZone, slots };
+  return { timeZone: zone, availabilityTimeZone: availability.timeZone, slots, truncated: free.length > MAX_SLOTS };
 }
 
 export const slotsOutput = z.object({
   timeZone: z.string().meta({ description: 'The zone of localStart and localEnd' }),
   availabilityTimeZone: z.string().nullable().meta({ description: "The owner's zone; null when the interface has no booking hours" }),
-  slots: z.array(slotSchema),
+  slots: z.array(slotSchema).meta({ description: `The earliest free slots of the window, at most ${MAX_SLOTS}` }),
+  truncated: z.boolean().meta({
+    description: `true when the window has more than ${MAX_SLOTS} free slots: ask again with from just after the last one`,
+  }),
 });
 
 async function ownedInterfaceId(ctx: Context & { owner: { id: string } }, id: string) {

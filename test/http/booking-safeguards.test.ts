@@ -110,6 +110,40 @@ describe('reminders', () => {
   });
 });
 
+describe('available slots', () => {
+  it('answers at most 1,000 slots, earliest first, and says when there are more', async () => {
+    const iface = await bookableInterface('Busy desk', { ...availability, slotMinutes: 5, intervalMinutes: 5 });
+    const from = new Date(Date.now() + DAY);
+    from.setUTCHours(0, 0, 0, 0);
+    const to = new Date(from.getTime() + 61 * DAY);
+    const started = Date.now();
+    const res = await app.request(
+      'GET',
+      `/api/v1/bookings/available-slots?chatInterfaceId=${iface.id}&from=${from.toISOString()}&to=${to.toISOString()}&timeZone=America/New_York`,
+      { token: a.token },
+    );
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data.slots).toHaveLength(1000);
+    expect(res.body.data.truncated).toBe(true);
+    expect(res.body.data.slots[0].start).toBe(from.toISOString());
+    expect(Date.now() - started).toBeLessThan(1500);
+    const visitor = await app.request('GET', `/api/v1/chat/${iface.slug}/bookings/available-slots?from=${from.toISOString()}&to=${to.toISOString()}`, {
+      token: await visitorToken(iface.slug),
+    });
+    expect(visitor.status, visitor.text).toBe(200);
+    expect(visitor.body.data).toMatchObject({ truncated: true });
+    expect(visitor.body.data.slots).toHaveLength(1000);
+    // A day of them fits.
+    const day = await app.request(
+      'GET',
+      `/api/v1/bookings/available-slots?chatInterfaceId=${iface.id}&from=${from.toISOString()}&to=${new Date(from.getTime() + DAY).toISOString()}`,
+      { token: a.token },
+    );
+    expect(day.body.data.slots).toHaveLength(288);
+    expect(day.body.data.truncated).toBe(false);
+  });
+});
+
 describe('input', () => {
   it('a phone with a line break is a 400 naming attendee.phone', async () => {
     const iface = await bookableInterface('Phone desk');

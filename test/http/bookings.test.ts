@@ -151,7 +151,12 @@ describe('available slots', () => {
     const bareBase = `/api/v1/bookings/available-slots?chatInterfaceId=${bare.body.data.chatInterface.id}`;
     const reversed = await app.request('GET', `${bareBase}&from=2027-03-12T00:00:00Z&to=2027-03-11T00:00:00Z`, { token: a.token });
     expect([reversed.status, reversed.body.error?.details]).toEqual([400, 'to: must be after from']);
-    expect((await app.request('GET', bareBase, { token: a.token })).body.data).toEqual({ timeZone: 'UTC', availabilityTimeZone: null, slots: [] });
+    expect((await app.request('GET', bareBase, { token: a.token })).body.data).toEqual({
+      timeZone: 'UTC',
+      availabilityTimeZone: null,
+      slots: [],
+      truncated: false,
+    });
   });
 });
 
