@@ -117,10 +117,12 @@ export const supportRouter = router({
             },
             { id: randomUUID(), body: input.message },
           );
+          // Anyone may type anyone's address here, so the confirmation carries none of the sender's text (name,
+          // subject, message): the form would otherwise mail their words to a stranger from our address.
           await queueSupportMail(ctx.deps, trx, {
             to: [input.email],
-            subject: `[${reference}] We received your message: ${input.subject}`,
-            text: `Hello ${input.name},\n\nThank you for writing. Your reference is ${reference}; we will answer by e-mail.\n\nYour message:\n${input.message}`,
+            subject: `[${reference}] We received your message`,
+            text: `Hello,\n\nThank you for writing. Your reference is ${reference}; we will answer by e-mail.\n\nIf you did not write to us, you can ignore this message.`,
           });
           await queueSupportMail(ctx.deps, trx, {
             to: recipients,
