@@ -13,7 +13,9 @@ export const contactInput = z.object({
   category: z.enum(['general', 'billing', 'technical', 'sales', 'other']).optional(),
   chatInterfaceId: idParam.optional().meta({ description: "A hand-off from this public chat interface's visitor: the ticket goes to its owner" }),
   slug: z.string().min(1).max(100).optional().meta({ description: 'The same as chatInterfaceId, by the public interface’s slug (the widget sends this)' }),
-  sessionId: sessionIdSchema.optional().meta({ description: 'With chatInterfaceId: the conversation to attach' }),
+  sessionId: sessionIdSchema
+    .optional()
+    .meta({ description: 'With chatInterfaceId or slug and a visitor token of this conversation (Authorization: Bearer): the conversation to attach' }),
   website: z.string().max(500).optional().meta({ description: 'Leave empty (a field only bots fill in)' }),
 });
 

@@ -49,10 +49,18 @@ export function toTicket(row: repo.TicketRow) {
 
 const viewerOf = (ctx: { owner: { id: string; role: string } }) => ({ ownerId: ctx.owner.id, admin: ctx.owner.role === 'admin' });
 
-async function transcriptOf(ctx: Pick<Context, 'deps'>, chatInterfaceId: string, sessionId: string | undefined) {
+/**
+ * The conversation to attach, only when the caller proves it is that conversation's visitor (its visitor token, as
+ * the visitor endpoints ask): session ids can be guessed (API-key clients choose their own). Without the proof, or
+ * for a session that does not exist, the ticket is made without one, answered alike, so the form tells nobody
+ * which sessions exist.
+ */
+async function transcriptOf(ctx: Pick<Context, 'deps' | 'getCaller'>, chatInterfaceId: string, sessionId: string | undefined) {
   if (!sessionId) return null;
+  const caller = await ctx.getCaller();
+  if (caller.kind !== 'visitor' || caller.chatInterfaceId !== chatInterfaceId) return null;
   const session = await chatRepo.findSession(ctx.deps.database.db, sessionId);
-  if (!session || session.chat_interface_id !== chatInterfaceId) throw new AppError('NOT_FOUND', 'Session not found');
+  if (!session || session.chat_interface_id !== chatInterfaceId || session.visitor_id !== caller.visitorId) return null;
   const messages = await chatRepo.listMessages(ctx.deps.database.db, sessionId, TRANSCRIPT_MESSAGES);
   // Newest first from the repository; the transcript reads oldest first.
   return [...messages].reverse().map((m) => ({ role: m.role, content: m.content.slice(0, 4000), createdAt: m.created_at.toISOString() }));
@@ -67,8 +75,8 @@ export const supportRouter = router({
         tags,
         summary: 'Writes to support: to the service’s admins, or with chatInterfaceId to that interface’s owner (a hand-off, with the conversation)',
         description:
-          'Answers 202 with the ticket reference; the requester gets a confirmation mail, the recipient a notification. Limited per client IP (RATE_LIMIT_SUPPORT) and for everyone together (RATE_LIMIT_SUPPORT_GLOBAL).',
-        errorResponses: { 404: 'No public chat interface has this id, or the session is not one of its conversations' },
+          'Answers 202 with the ticket reference; the requester gets a confirmation mail (the reference and fixed text only: the address is not verified), the recipient a notification. The conversation named by sessionId is attached only when the call carries a visitor token of that conversation (Authorization: Bearer); otherwise the ticket has none. Limited per client IP (RATE_LIMIT_SUPPORT) and for everyone together (RATE_LIMIT_SUPPORT_GLOBAL).',
+        errorResponses: { 404: 'No public chat interface has this id or slug' },
       },
       successStatus: 202,
       rateLimit: 'support',

@@ -70,3 +70,58 @@ describe('the confirmation to the requester', () => {
     expect(notice!.parsed.text).toContain('CLICK http://phish.example/login');
   });
 });
+
+describe('the conversation of a hand-off', () => {
+  it('is attached with the visitor token of that conversation', async () => {
+    const visitor = await visitorWithConversation();
+    const res = await contact({ slug: iface.slug, sessionId: visitor.sessionId }, bearer(visitor.token));
+    expect(res.status, res.text).toBe(202);
+    const { ticket, transcript } = await ticketOf(res.body.data.ticket.reference);
+    expect(ticket).toMatchObject({ addressedTo: 'owner', sessionId: visitor.sessionId });
+    expect(transcript[0].content).toBe('My secret order 4711');
+  });
+
+  it('is not attached without that proof, and the answer is the same whether the session exists or not', async () => {
+    const visitor = await visitorWithConversation();
+    const stranger = (await app.request('POST', `/api/v1/chat/${iface.slug}/visitor-sessions`, { body: {} })).body.data.token as string;
+    const attempts = [
+      { body: { slug: iface.slug, sessionId: visitor.sessionId }, headers: {} },
+      { body: { chatInterfaceId: iface.id, sessionId: visitor.sessionId }, headers: bearer(stranger) },
+      { body: { chatInterfaceId: iface.id, sessionId: visitor.sessionId }, headers: bearer('not-a-valid-token-at-all-0123456789') },
+      { body: { chatInterfaceId: iface.id, sessionId: 'api_1700000000000_nosuchsession' }, headers: {} },
+      { body: { chatInterfaceId: iface.id, sessionId: 'api_1700000000000_nosuchsession' }, headers: bearer(stranger) },
+    ];
+    for (const { body, headers } of attempts) {
+      const res = await contact(body, headers);
+      expect(res.status, JSON.stringify(body)).toBe(202);
+      expect(Object.keys(res.body.data.ticket).sort()).toEqual(['reference', 'status']);
+      const { ticket, transcript } = await ticketOf(res.body.data.ticket.reference);
+      expect(ticket).toMatchObject({ addressedTo: 'owner', chatInterfaceId: iface.id, sessionId: null });
+      expect(transcript).toBeNull();
+    }
+    // Another interface's visitor proves nothing here either.
+    const other = await app.request('POST', '/api/v1/chat-interfaces', {
+      token: owner.token,
+      body: { name: 'Other desk', endpointUrl: 'https://example.com/bot', public: true },
+    });
+    const otherToken = (await app.request('POST', `/api/v1/chat/${other.body.data.chatInterface.slug}/visitor-sessions`, { body: {} })).body.data.token;
+    const crossed = await contact({ chatInterfaceId: iface.id, sessionId: visitor.sessionId }, bearer(otherToken));
+    expect(crossed.status).toBe(202);
+    expect((await ticketOf(crossed.body.data.ticket.reference)).transcript).toBeNull();
+  });
+
+  it('a visitor token does not buy a contact budget of its own: the limit stays per client IP', async () => {
+    const peer = await app.startPeer({ TRUST_PROXY: '1', RATE_LIMIT_SUPPORT: '2' });
+    try {
+      const headers = { 'x-forwarded-for': '203.0.113.77' };
+      const statuses = [];
+      for (let i = 0; i < 3; i++) {
+        const token = (await peer.request('POST', `/api/v1/chat/${iface.slug}/visitor-sessions`, { body: {}, headers })).body.data.token as string;
+        statuses.push((await contact({ slug: iface.slug }, { ...headers, ...bearer(token) }, peer)).status);
+      }
+      expect(statuses).toEqual([202, 202, 429]);
+    } finally {
+      await peer.stop();
+    }
+  });
+});

@@ -224,9 +224,11 @@ export function createVisitorApi(slug: string, saved: StateStore) {
   /** "Talk to a person": a support ticket for the interface's owner, with this conversation attached. */
   async function handOff(request: { name: string; email: string; message: string }): Promise<string> {
     const sessionId = saved.read().sessionId;
+    // The visitor token proves the conversation is this visitor's; without it the ticket comes without it.
+    if (sessionId && token === null) await startSession();
     const response = await fetch('/api/v1/support/contact', {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
       body: JSON.stringify({ slug, subject: 'Talk to a person', category: 'general', ...request, ...(sessionId ? { sessionId } : {}) }),
     });
     if (!response.ok) throw await failure(response);
