@@ -22,6 +22,7 @@ import * as apiKeyListNotify from './migrations/0020_api_key_list_notify.ts';
 import * as embeddingSwitchError from './migrations/0021_embedding_switch_error.ts';
 import * as jobFairKey from './migrations/0022_job_fair_key.ts';
 import * as kbDocumentContents from './migrations/0023_kb_document_contents.ts';
+import * as interfaceDeleteGuard from './migrations/0024_interface_delete_guard.ts';
 
 /** Migrations are listed in code (not read from a folder) so they run the same under tsx, tests and bundlers. */
 const migrations: Record<string, Migration> = {
@@ -48,6 +49,7 @@ const migrations: Record<string, Migration> = {
   '0021_embedding_switch_error': embeddingSwitchError,
   '0022_job_fair_key': jobFairKey,
   '0023_kb_document_contents': kbDocumentContents,
+  '0024_interface_delete_guard': interfaceDeleteGuard,
 };
 
 /** Runs pending migrations. Kysely's migrator holds a Postgres advisory lock, so concurrent instances are safe. */

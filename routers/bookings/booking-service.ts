@@ -1,9 +1,11 @@
 import { createHash, randomUUID } from 'node:crypto';
+import type { Transaction } from 'kysely';
+import type { DB } from '../../db/types.ts';
 import { isExclusionViolation } from '../../db/errors.ts';
 import { AppError } from '../../schema/errors.ts';
 import type { AppDeps } from '../context.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
-import { queueBookingMail, queueReminder } from './mail.ts';
+import { bookingMailFacts, queueBookingMail, queueReminder } from './mail.ts';
 import * as repo from './repository.ts';
 import { type Availability, conflicts, freeSlots, isFreeSlot, localIso } from './slots.ts';
 
@@ -162,25 +164,50 @@ export async function createBooking(deps: Deps, input: NewBooking) {
   }
 }
 
+type CancelChange = { reason: string | null; by: 'owner' | 'attendee'; linkOrigin: string | null };
+
+/**
+ * Cancels a confirmed booking in the caller's transaction: the reminder (and a confirmation not yet sent) go, and
+ * the cancellation is queued carrying what it says, so it is sent even once the rows are deleted. Undefined when it
+ * was not confirmed.
+ */
+async function cancelInTransaction(deps: Pick<Deps, 'mailJobs'>, trx: Transaction<DB>, bookingId: string, change: CancelChange) {
+  const row = await repo.cancelBooking(trx, bookingId, change);
+  if (!row) return undefined;
+  await deps.mailJobs.cancel('bookingId', [row.id], trx);
+  const facts = await bookingMailFacts(trx, row);
+  if (facts) await queueBookingMail(deps, trx, { bookingId: row.id, kind: 'cancellation', linkOrigin: change.linkOrigin, facts });
+  return row;
+}
+
 /** Cancels once; a second cancel answers the cancelled booking unchanged (idempotent). */
-export async function cancelBooking(
-  deps: Deps,
-  booking: repo.BookingRow,
-  change: { reason: string | null; by: 'owner' | 'attendee'; linkOrigin: string | null },
-) {
+export async function cancelBooking(deps: Deps, booking: repo.BookingRow, change: CancelChange) {
   const cancelled = await withEvents(
     deps,
-    async (trx) => {
-      const row = await repo.cancelBooking(trx, booking.id, change);
-      if (row) {
-        // The reminder (and a confirmation not yet sent) go; then the cancellation is queued.
-        await deps.mailJobs.cancel('bookingId', [row.id], trx);
-        await queueBookingMail(deps, trx, { bookingId: row.id, kind: 'cancellation', linkOrigin: change.linkOrigin });
-      }
-      return row;
-    },
+    (trx) => cancelInTransaction(deps, trx, booking.id, change),
     (row) => (row ? [webhookEvent(row.owner_id, 'booking.cancelled', toBooking(row))] : []),
   );
   deps.mailJobs.notify();
   return cancelled ?? (await repo.findBooking(deps.database.db, booking.id))!;
+}
+
+/**
+ * Before an interface is deleted (its bookings go with it, by cascade), its upcoming confirmed bookings are cancelled
+ * as the owner's cancel does, in the deleting transaction: the attendees get the calendar cancellation and the owner
+ * `booking.cancelled` (record the returned rows' events in the same transaction). Under the interface's lock, so a
+ * booking made meanwhile is either cancelled here or refused by the delete.
+ */
+export async function cancelUpcomingOfInterface(
+  deps: Pick<Deps, 'mailJobs'>,
+  trx: Transaction<DB>,
+  owner: { ownerId: string; chatInterfaceId: string },
+  linkOrigin: string | null,
+) {
+  await repo.lockInterfaceBookings(trx, owner.chatInterfaceId);
+  const cancelled: repo.BookingRow[] = [];
+  for (const id of await repo.upcomingBookingIds(trx, owner.ownerId, owner.chatInterfaceId, new Date())) {
+    const row = await cancelInTransaction(deps, trx, id, { reason: null, by: 'owner', linkOrigin });
+    if (row) cancelled.push(row);
+  }
+  return cancelled;
 }

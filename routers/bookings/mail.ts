@@ -12,20 +12,64 @@ import * as repo from './repository.ts';
 export const BOOKING_MAIL_JOB = 'booking.mail';
 type MailKind = 'confirmation' | 'cancellation' | 'reminder';
 type Recipient = 'attendee' | 'owner';
+/**
+ * Everything a booking mail says. A cancellation carries it in its job, taken when it is queued: the booking, its
+ * interface or its owner may be deleted before the mail goes (deleting an interface cancels its bookings, then
+ * deletes them), and the attendee must still learn the meeting is off.
+ */
+export interface BookingMailFacts {
+  bookingId: string;
+  ownerEmail: string;
+  interfaceName: string;
+  ownerTimeZone: string;
+  attendeeName: string;
+  attendeeEmail: string;
+  attendeePhone: string | null;
+  attendeeTimeZone: string;
+  start: string;
+  end: string;
+  sequence: number;
+  notes: string | null;
+  cancelReason: string | null;
+}
 interface BookingMailPayload {
   bookingId: string;
   kind: MailKind;
   recipient: Recipient;
   linkOrigin: string | null;
+  /** Cancellations (jobs queued before facts were carried have none: those read the rows). */
+  facts?: BookingMailFacts;
 }
 /** SMTP outages are retried with the queue's backoff for about a day before the job is dead. */
 const MAIL_ATTEMPTS = 10;
+
+/** What the mail about a booking says, read from its rows; undefined when its interface or owner is gone. */
+export async function bookingMailFacts(db: Kysely<DB> | Transaction<DB>, booking: repo.BookingRow): Promise<BookingMailFacts | undefined> {
+  const owner = await findOwnerById(db, booking.owner_id);
+  const iface = await findOwnedInterface(db, booking.owner_id, booking.chat_interface_id);
+  if (!owner || !iface) return undefined;
+  return {
+    bookingId: booking.id,
+    ownerEmail: owner.email,
+    interfaceName: iface.name,
+    ownerTimeZone: (await repo.findAvailability(db, booking.chat_interface_id))?.time_zone ?? 'UTC',
+    attendeeName: booking.attendee_name,
+    attendeeEmail: booking.attendee_email,
+    attendeePhone: booking.attendee_phone,
+    attendeeTimeZone: booking.attendee_time_zone,
+    start: booking.start_at.toISOString(),
+    end: booking.end_at.toISOString(),
+    sequence: booking.sequence,
+    notes: booking.notes,
+    cancelReason: booking.cancel_reason,
+  };
+}
 
 /** One job per recipient, so a retry never sends a mail that already went. */
 export async function queueBookingMail(
   deps: Pick<AppDeps, 'mailJobs'>,
   trx: Transaction<DB> | Kysely<DB>,
-  mail: { bookingId: string; kind: Exclude<MailKind, 'reminder'>; linkOrigin: string | null },
+  mail: { bookingId: string; kind: Exclude<MailKind, 'reminder'>; linkOrigin: string | null; facts?: BookingMailFacts },
 ) {
   for (const recipient of ['attendee', 'owner'] as const) {
     await deps.mailJobs.enqueue(
@@ -63,28 +107,33 @@ const cancelLink = (origin: string | null, token: string) => (origin ? `${origin
 export function bookingMailJobHandlers(deps: AppDeps, cancelTokenOf: (bookingId: string) => string): Record<string, JobHandler> {
   return {
     [BOOKING_MAIL_JOB]: async (job, ctx) => {
-      const { bookingId, kind, recipient, linkOrigin } = job.payload as BookingMailPayload;
-      const db = deps.database.db;
-      const booking = await repo.findBooking(db, bookingId);
-      if (!booking) return;
-      if (kind !== 'cancellation' && booking.status !== 'confirmed') return;
-      const owner = await findOwnerById(db, booking.owner_id);
-      const iface = await findOwnedInterface(db, booking.owner_id, booking.chat_interface_id);
-      if (!owner || !iface) return;
-      const zone = recipient === 'attendee' ? booking.attendee_time_zone : ((await repo.findAvailability(db, booking.chat_interface_id))?.time_zone ?? 'UTC');
-      const when = readable(booking.start_at, zone);
-      const link = cancelLink(linkOrigin, cancelTokenOf(booking.id));
+      const { bookingId, kind, recipient, linkOrigin, facts: carried } = job.payload as BookingMailPayload;
+      let facts = carried;
+      if (!facts) {
+        const booking = await repo.findBooking(deps.database.db, bookingId);
+        if (!booking) return;
+        if (kind !== 'cancellation' && booking.status !== 'confirmed') return;
+        facts = await bookingMailFacts(deps.database.db, booking);
+        if (!facts) return;
+      }
+      const start = new Date(facts.start);
+      const end = new Date(facts.end);
+      const zone = recipient === 'attendee' ? facts.attendeeTimeZone : facts.ownerTimeZone;
+      const when = readable(start, zone);
+      const link = cancelLink(linkOrigin, cancelTokenOf(facts.bookingId));
       // Both names go into the subject and the invitation's display names: folded to one line, so a row stored
       // before inputs were checked for line breaks cannot fail this mail on every attempt.
-      const ifaceName = headerText(iface.name);
-      const attendeeName = headerText(booking.attendee_name);
+      const ifaceName = headerText(facts.interfaceName);
+      const attendeeName = headerText(facts.attendeeName);
+      const toAttendee = recipient === 'attendee';
       const summary = `${ifaceName}: ${attendeeName}`;
-      const to = recipient === 'attendee' ? booking.attendee_email : owner.email;
+      const to = toAttendee ? facts.attendeeEmail : facts.ownerEmail;
+      const phone = facts.attendeePhone ? `, ${headerText(facts.attendeePhone)}` : '';
       const lines = [
-        `When: ${when}, ${Math.round((booking.end_at.getTime() - booking.start_at.getTime()) / 60_000)} minutes`,
-        `With: ${recipient === 'attendee' ? ifaceName : `${attendeeName} <${booking.attendee_email}>${booking.attendee_phone ? `, ${booking.attendee_phone}` : ''}`}`,
-        ...(booking.notes ? [`Notes: ${booking.notes}`] : []),
-        ...(booking.cancel_reason && kind === 'cancellation' ? [`Reason: ${booking.cancel_reason}`] : []),
+        `When: ${when}, ${Math.round((end.getTime() - start.getTime()) / 60_000)} minutes`,
+        `With: ${toAttendee ? ifaceName : `${attendeeName} <${facts.attendeeEmail}>${phone}`}`,
+        ...(facts.notes ? [`Notes: ${facts.notes}`] : []),
+        ...(facts.cancelReason && kind === 'cancellation' ? [`Reason: ${facts.cancelReason}`] : []),
       ];
       const subject =
         kind === 'confirmation'
@@ -102,14 +151,14 @@ export function bookingMailJobHandlers(deps: AppDeps, cancelTokenOf: (bookingId:
               method: kind === 'confirmation' ? ('REQUEST' as const) : ('CANCEL' as const),
               ics: calendarInvite({
                 method: kind === 'confirmation' ? 'REQUEST' : 'CANCEL',
-                uid: `${booking.id}@chat-interface-service`,
-                sequence: booking.sequence,
-                start: booking.start_at,
-                end: booking.end_at,
+                uid: `${facts.bookingId}@chat-interface-service`,
+                sequence: facts.sequence,
+                start,
+                end,
                 summary,
                 description: lines.join('\n'),
-                organizer: { name: ifaceName, email: owner.email },
-                attendees: [{ name: attendeeName, email: booking.attendee_email }],
+                organizer: { name: ifaceName, email: facts.ownerEmail },
+                attendees: [{ name: attendeeName, email: facts.attendeeEmail }],
               }),
             };
       // Stopped before the send began: the job goes back uncounted.
@@ -120,7 +169,7 @@ export function bookingMailJobHandlers(deps: AppDeps, cancelTokenOf: (bookingId:
             to: [to],
             subject,
             text: [...lines, ...footer].join('\n'),
-            ...(recipient === 'attendee' ? { replyTo: owner.email } : {}),
+            ...(toAttendee ? { replyTo: facts.ownerEmail } : {}),
             ...(invite ? { calendar: invite } : {}),
           },
           { signal: ctx.signal },

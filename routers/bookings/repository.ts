@@ -52,6 +52,20 @@ export async function insertBooking(
   return inserted;
 }
 
+/** An interface's confirmed bookings that have not ended (what deleting the interface cancels first). */
+export const upcomingBookingIds = async (db: Db, ownerId: string, chatInterfaceId: string, now: Date) =>
+  (
+    await db
+      .selectFrom('bookings')
+      .select('id')
+      .where('owner_id', '=', ownerId)
+      .where('chat_interface_id', '=', chatInterfaceId)
+      .where('status', '=', 'confirmed')
+      .where('end_at', '>', now)
+      .orderBy('start_at')
+      .execute()
+  ).map((r) => r.id);
+
 export const findOwnedBooking = (db: Db, ownerId: string, id: string) =>
   db.selectFrom('bookings').selectAll().where('id', '=', id).where('owner_id', '=', ownerId).executeTakeFirst();
 

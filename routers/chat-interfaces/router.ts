@@ -15,6 +15,8 @@ import type { DB } from '../../db/types.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import { testConnectionProcedure } from './test-connection.ts';
 import { checkAddressAtSave, withWarnings } from '../address-at-save.ts';
+import { cancelUpcomingOfInterface, toBooking } from '../bookings/booking-service.ts';
+import { linkOriginOf } from '../bookings/router.ts';
 
 const tags = ['Chat interfaces'];
 const notFound = () => new AppError('NOT_FOUND', 'Chat interface not found');
@@ -198,15 +200,37 @@ export const chatInterfacesRouter = router({
     }),
 
   delete: ownerProcedure
-    .meta({ openapi: { method: 'DELETE', path: '/api/v1/chat-interfaces/{id}', tags, summary: 'Delete a chat interface and its API keys', protect: true } })
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/api/v1/chat-interfaces/{id}',
+        tags,
+        summary: 'Delete a chat interface and its API keys; its upcoming bookings are cancelled first (attendees mailed, booking.cancelled)',
+        protect: true,
+      },
+    })
     .input(z.object({ id: idParam }))
     .output(deletedSchema)
     .mutation(async ({ ctx, input }) => {
-      const deleted = await withEvents(
+      const { deleted } = await withEvents(
         ctx.deps,
-        (trx) => repo.deleteInterface(trx, ctx.owner.id, input.id),
-        (done) => (done ? [webhookEvent(ctx.owner.id, 'chat_interface.deleted', { id: input.id })] : []),
+        async (trx) => {
+          // Its bookings go by cascade: the upcoming ones are cancelled first, mails and events included, in the same
+          // transaction (a crash leaves either both or neither).
+          const cancelled = namesNothing(input.id)
+            ? []
+            : await cancelUpcomingOfInterface(ctx.deps, trx, { ownerId: ctx.owner.id, chatInterfaceId: input.id }, linkOriginOf(ctx));
+          return { deleted: await repo.deleteInterface(trx, ctx.owner.id, input.id), cancelled };
+        },
+        ({ deleted, cancelled }) =>
+          deleted
+            ? [
+                ...cancelled.map((row) => webhookEvent(ctx.owner.id, 'booking.cancelled', toBooking(row))),
+                webhookEvent(ctx.owner.id, 'chat_interface.deleted', { id: input.id }),
+              ]
+            : [],
       );
+      ctx.deps.mailJobs.notify();
       ctx.deps.apiKeyCache.invalidate();
       ctx.deps.domainRoutes.forgetInterface(input.id);
       // Its keys went with it (a cascade).

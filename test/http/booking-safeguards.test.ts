@@ -88,6 +88,50 @@ afterAll(async () => {
   await receiver?.close();
 });
 
+describe('deleting an interface', () => {
+  it('cancels its upcoming bookings first: the attendee gets METHOD:CANCEL (same UID, SEQUENCE 1), the owner booking.cancelled', async () => {
+    await app.setOwner(a.ownerId, { plan: 'enterprise' });
+    const hook = await app.request('POST', '/api/v1/enterprise/webhooks', { token: a.token, body: { url: receiver.url, events: ['booking.cancelled'] } });
+    expect(hook.status, hook.text).toBe(201);
+    const iface = await bookableInterface('Doomed desk');
+    const booked = await app.request('POST', '/api/v1/bookings', {
+      token: a.token,
+      body: { chatInterfaceId: iface.id, start: slotIn(3), attendee: { name: 'Kept Waiting', email: 'doomed@example.com' } },
+    });
+    expect(booked.status, booked.text).toBe(201);
+    const id = booked.body.data.booking.id as string;
+    await smtp.waitFor((m) => m.envelope.to.includes('doomed@example.com') && m.parsed.subject?.startsWith('Confirmed:') === true);
+
+    const deleted = await app.request('DELETE', `/api/v1/chat-interfaces/${iface.id}`, { token: a.token });
+    expect(deleted.status, deleted.text).toBe(200);
+    // The rows are gone (cascade), the mail still goes: it carries what it says.
+    expect(await app.deps.database.db.selectFrom('bookings').select('id').where('id', '=', id).execute()).toEqual([]);
+    const [cancel] = await smtp.waitFor((m) => m.envelope.to.includes('doomed@example.com') && m.parsed.subject?.startsWith('Cancelled:') === true);
+    expect(calendarOf(cancel!)).toMatchObject({ method: 'CANCEL', uid: `${id}@chat-interface-service`, sequence: 1 });
+    await smtp.waitFor((m) => m.envelope.to.includes(a.email) && m.parsed.subject?.startsWith('Cancelled: Doomed desk: Kept Waiting') === true);
+    const [delivery] = await receiver.waitFor(1);
+    expect(verifyDelivery(hook.body.data.secret, delivery!)).toMatchObject({
+      type: 'booking.cancelled',
+      data: { id, status: 'cancelled', cancelledBy: 'owner' },
+    });
+  });
+
+  it('an interface with upcoming bookings is not deleted behind their back: an owner or interface deleted in SQL is refused', async () => {
+    const iface = await bookableInterface('Guarded desk');
+    const booked = await app.request('POST', '/api/v1/bookings', {
+      token: a.token,
+      body: { chatInterfaceId: iface.id, start: slotIn(4), attendee: { name: 'Guarded', email: 'guarded@example.com' } },
+    });
+    expect(booked.status, booked.text).toBe(201);
+    const db = app.deps.database.db;
+    await expect(sql`delete from chat_interfaces where id = ${iface.id}`.execute(db)).rejects.toThrow(/upcoming bookings/);
+    await expect(sql`delete from owners where id = ${a.ownerId}`.execute(db)).rejects.toThrow(/upcoming bookings/);
+    // Once cancelled, nothing holds it.
+    await app.request('POST', `/api/v1/bookings/${booked.body.data.booking.id}/cancel`, { token: a.token, body: {} });
+    await sql`delete from chat_interfaces where id = ${iface.id}`.execute(db);
+  });
+});
+
 describe('reminders', () => {
   it('BOOKING_REMINDER_MINUTES=0 queues none (the default queues one)', async () => {
     const iface = await bookableInterface('Reminder desk');
