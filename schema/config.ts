@@ -192,6 +192,10 @@ export const configSchema = z.object({
     .min(0)
     .max(60 * 24 * 14)
     .default(24 * 60),
+  /** Upcoming bookings one visitor may hold on an interface (the chat's booking form is anonymous). */
+  BOOKINGS_PER_VISITOR: positiveInt(3),
+  /** Bookings visitors may make on one interface per hour, all visitors together (each mails an unverified address). */
+  BOOKINGS_PER_INTERFACE_HOUR: positiveInt(20),
   /** An ACME directory (Let's Encrypt's when TLS_MODE=acme and this is unset): certificates for active domains. */
   ACME_DIRECTORY_URL: z.string().url().optional(),
   ACME_EMAIL: z.string().email().optional(),

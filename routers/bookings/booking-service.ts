@@ -83,6 +83,34 @@ export async function freeSlotsOf(deps: Pick<AppDeps, 'database'>, chatInterface
   );
 }
 
+export interface VisitorCaps {
+  /** Confirmed bookings not yet started that one visitor may hold on the interface. */
+  livePerVisitor: number;
+  /** Bookings visitors may make on the interface in an hour, whoever they are (new visitor tokens are cheap). */
+  perInterfaceHour: number;
+}
+
+const HOUR_MS = 3600_000;
+
+/** Checked under the interface's lock, so concurrent requests cannot all pass on the same count. */
+async function checkVisitorCaps(trx: Transaction<DB>, chatInterfaceId: string, visitorId: string, caps: VisitorCaps) {
+  const now = new Date();
+  if ((await repo.countLiveVisitorBookings(trx, chatInterfaceId, visitorId, now)) >= caps.livePerVisitor) {
+    throw new AppError('CONFLICT', 'Too many bookings', `A visitor may hold at most ${caps.livePerVisitor} upcoming bookings here; cancel one to book another`);
+  }
+  const recent = await repo.chatBookingTimesSince(trx, chatInterfaceId, new Date(now.getTime() - HOUR_MS));
+  if (recent.length >= caps.perInterfaceHour) {
+    // A place frees when the oldest booking of the hour leaves it.
+    const retryAfter = Math.max(1, Math.ceil((recent[recent.length - caps.perInterfaceHour]!.created_at.getTime() + HOUR_MS - now.getTime()) / 1000));
+    throw new AppError(
+      'RATE_LIMITED',
+      'Rate limit exceeded',
+      `This chat interface takes at most ${caps.perInterfaceHour} bookings from visitors per hour; retry after ${retryAfter} s`,
+      { 'Retry-After': String(retryAfter) },
+    );
+  }
+}
+
 export interface NewBooking {
   ownerId: string;
   chatInterfaceId: string;
@@ -96,6 +124,8 @@ export interface NewBooking {
   outsideRules?: boolean;
   allowOverlap?: boolean;
   visitorId?: string | null;
+  /** A visitor's booking (anonymous, to an unverified address): the caps that bound the mail it can cause. */
+  visitorCaps?: VisitorCaps;
   sessionId?: string | null;
   /** The origin the attendee's cancellation link points at. */
   linkOrigin: string | null;
@@ -114,6 +144,7 @@ export async function createBooking(deps: Deps, input: NewBooking) {
       deps,
       async (trx) => {
         await repo.lockInterfaceBookings(trx, input.chatInterfaceId);
+        if (input.visitorCaps && input.visitorId) await checkVisitorCaps(trx, input.chatInterfaceId, input.visitorId, input.visitorCaps);
         const availabilityRow = await repo.findAvailability(trx, input.chatInterfaceId);
         if (!availabilityRow && !input.outsideRules) {
           throw new AppError('CONFLICT', 'No availability', 'This chat interface has no booking hours yet (PUT .../availability)');

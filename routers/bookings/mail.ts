@@ -125,14 +125,16 @@ export function bookingMailJobHandlers(deps: AppDeps, cancelTokenOf: (bookingId:
       // before inputs were checked for line breaks cannot fail this mail on every attempt.
       const ifaceName = headerText(facts.interfaceName);
       const attendeeName = headerText(facts.attendeeName);
+      // The attendee's address is not verified (anyone may book for anyone), so what a booker wrote (the notes,
+      // the name in a subject) goes only to the owner; the attendee's mail is the owner's words and ours.
       const toAttendee = recipient === 'attendee';
-      const summary = `${ifaceName}: ${attendeeName}`;
+      const summary = toAttendee ? ifaceName : `${ifaceName}: ${attendeeName}`;
       const to = toAttendee ? facts.attendeeEmail : facts.ownerEmail;
       const phone = facts.attendeePhone ? `, ${headerText(facts.attendeePhone)}` : '';
       const lines = [
         `When: ${when}, ${Math.round((end.getTime() - start.getTime()) / 60_000)} minutes`,
         `With: ${toAttendee ? ifaceName : `${attendeeName} <${facts.attendeeEmail}>${phone}`}`,
-        ...(facts.notes ? [`Notes: ${facts.notes}`] : []),
+        ...(facts.notes && !toAttendee ? [`Notes: ${facts.notes}`] : []),
         ...(facts.cancelReason && kind === 'cancellation' ? [`Reason: ${facts.cancelReason}`] : []),
       ];
       const subject =

@@ -52,6 +52,30 @@ export async function insertBooking(
   return inserted;
 }
 
+/** A visitor's confirmed bookings of an interface that have not started (what the per-visitor cap counts). */
+export async function countLiveVisitorBookings(db: Db, chatInterfaceId: string, visitorId: string, now: Date) {
+  const row = await db
+    .selectFrom('bookings')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('chat_interface_id', '=', chatInterfaceId)
+    .where('visitor_id', '=', visitorId)
+    .where('status', '=', 'confirmed')
+    .where('start_at', '>', now)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** Visitors' bookings of an interface made since `since`, cancelled ones included (their mails went), oldest first. */
+export const chatBookingTimesSince = (db: Db, chatInterfaceId: string, since: Date) =>
+  db
+    .selectFrom('bookings')
+    .select('created_at')
+    .where('chat_interface_id', '=', chatInterfaceId)
+    .where('source', '=', 'chat')
+    .where('created_at', '>', since)
+    .orderBy('created_at')
+    .execute();
+
 /** An interface's confirmed bookings that have not ended (what deleting the interface cancels first). */
 export const upcomingBookingIds = async (db: Db, ownerId: string, chatInterfaceId: string, now: Date) =>
   (

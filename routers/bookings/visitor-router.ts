@@ -69,7 +69,7 @@ export const bookingsVisitorRouter = router({
         errorResponses: {
           403: 'The token is for another interface, or this interface does not take bookings',
           404: 'No public chat interface has this slug, or the session is not one of this visitor',
-          409: 'The slot is not free any more',
+          409: 'The slot is not free any more, or this visitor already holds BOOKINGS_PER_VISITOR upcoming bookings here',
         },
       },
       successStatus: 201,
@@ -101,6 +101,7 @@ export const bookingsVisitorRouter = router({
         notes: input.notes,
         source: 'chat',
         visitorId: ctx.visitor.visitorId,
+        visitorCaps: { livePerVisitor: ctx.deps.config.BOOKINGS_PER_VISITOR, perInterfaceHour: ctx.deps.config.BOOKINGS_PER_INTERFACE_HOUR },
         sessionId: session?.id ?? null,
         linkOrigin: linkOriginOf(ctx),
       });

@@ -71,6 +71,7 @@ beforeAll(async () => {
     RATE_LIMIT_DEFAULT: '100000',
     RATE_LIMIT_VISITOR_SESSIONS: '1000',
     RATE_LIMIT_VISITOR_IP: '100000',
+    BOOKINGS_PER_INTERFACE_HOUR: '5',
     OUTBOUND_ALLOW_HOSTS: receiver.hostPort,
     PUBLIC_ORIGINS: 'https://book.example',
   });
@@ -129,6 +130,55 @@ describe('deleting an interface', () => {
     // Once cancelled, nothing holds it.
     await app.request('POST', `/api/v1/bookings/${booked.body.data.booking.id}/cancel`, { token: a.token, body: {} });
     await sql`delete from chat_interfaces where id = ${iface.id}`.execute(db);
+  });
+});
+
+describe('anonymous visitors’ bookings', () => {
+  it('one visitor holds at most BOOKINGS_PER_VISITOR (3) upcoming bookings: the fourth is a 409', async () => {
+    const iface = await bookableInterface('Capped desk');
+    const token = await visitorToken(iface.slug);
+    for (let i = 0; i < 3; i++) {
+      const res = await visitorBook(iface.slug, token, slotIn(2 + i));
+      expect(res.status, res.text).toBe(201);
+    }
+    const fourth = await visitorBook(iface.slug, token, slotIn(6));
+    expect(fourth.status, fourth.text).toBe(409);
+    expect(fourth.body.error).toMatchObject({ code: 'CONFLICT', message: 'Too many bookings' });
+    // Another visitor is not held by the first one's bookings; the interface's hourly cap (5 here) then is.
+    const other = await visitorToken(iface.slug);
+    expect((await visitorBook(iface.slug, other, slotIn(7))).status).toBe(201);
+    expect((await visitorBook(iface.slug, other, slotIn(8))).status).toBe(201);
+    const third = await visitorToken(iface.slug);
+    const refused = await visitorBook(iface.slug, third, slotIn(9));
+    expect(refused.status, refused.text).toBe(429);
+    expect(refused.body.error.code).toBe('RATE_LIMITED');
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    // The owner's own bookings are not capped.
+    const owner = await app.request('POST', '/api/v1/bookings', {
+      token: a.token,
+      body: { chatInterfaceId: iface.id, start: slotIn(10), attendee: { name: 'Phone', email: 'phone@example.com' } },
+    });
+    expect(owner.status, owner.text).toBe(201);
+  });
+
+  it('the attendee’s mail does not carry what the booker wrote (notes, the name in its subject); the owner’s does', async () => {
+    const iface = await bookableInterface('Mail desk');
+    const token = await visitorToken(iface.slug);
+    const res = await visitorBook(iface.slug, token, slotIn(5), {
+      attendee: { name: 'Win a prize at http://phish.example', email: 'stranger@example.com' },
+      notes: 'Visit http://phish.example/login now',
+    });
+    expect(res.status, res.text).toBe(201);
+    const [toStranger] = await smtp.waitFor((m) => m.envelope.to.includes('stranger@example.com') && m.parsed.subject?.startsWith('Confirmed:') === true);
+    expect(toStranger!.parsed.subject).not.toContain('phish');
+    expect(toStranger!.parsed.text).not.toContain('phish');
+    expect(calendarOf(toStranger!).description).not.toContain('phish');
+    const [toOwner] = await smtp.waitFor((m) => m.envelope.to.includes(a.email) && m.parsed.subject?.startsWith('New booking: Win a prize') === true);
+    expect(toOwner!.parsed.text).toContain('Notes: Visit http://phish.example/login now');
+    // Cancelled, the attendee's mail still says nothing of theirs.
+    await app.request('POST', `/api/v1/bookings/${res.body.data.booking.id}/cancel`, { token: a.token, body: {} });
+    const [cancel] = await smtp.waitFor((m) => m.envelope.to.includes('stranger@example.com') && m.parsed.subject?.startsWith('Cancelled:') === true);
+    expect(`${cancel!.parsed.subject}\n${cancel!.parsed.text}\n${calendarOf(cancel!).description}`).not.toContain('phish');
   });
 });
 
