@@ -78,17 +78,18 @@ beforeAll(async () => {
       const request = JSON.parse(body);
       offeredTools.push(request.tools?.length ?? 0);
       offeredNames.push((request.tools ?? []).map((t: { function: { name: string } }) => t.function.name));
-      const message = request.tools?.length && calls.length > 0
-        ? {
-            role: 'assistant',
-            content: null,
-            tool_calls: calls.map((c, i) => ({
-              id: `call_${offeredTools.length}_${i}`,
-              type: 'function',
-              function: { name: c.name, arguments: JSON.stringify(c.arguments) },
-            })),
-          }
-        : { role: 'assistant', content: 'Here is what I found.' };
+      const message =
+        request.tools?.length && calls.length > 0
+          ? {
+              role: 'assistant',
+              content: null,
+              tool_calls: calls.map((c, i) => ({
+                id: `call_${offeredTools.length}_${i}`,
+                type: 'function',
+                function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+              })),
+            }
+          : { role: 'assistant', content: 'Here is what I found.' };
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(
         JSON.stringify({
