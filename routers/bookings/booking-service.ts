@@ -57,6 +57,8 @@ export function toBooking(row: repo.BookingRow) {
  * The attendee's cancellation token is derived from the booking id with the service's key, so the mail job can
  * rebuild the link without the token ever being stored; the database keeps only its hash for the lookup.
  */
+/** Where the attendee's cancel link points: the service's first public origin, or none (no link in the mail). */
+export const linkOriginOf = (ctx: { deps: Pick<AppDeps, 'config'> }) => ctx.deps.config.PUBLIC_ORIGINS[0] ?? null;
 export const cancelTokenOf = (deps: Pick<AppDeps, 'secrets'>, bookingId: string) => `bkc_${deps.secrets.sign('booking-cancel', bookingId)}`;
 export const hashCancelToken = (token: string) => createHash('sha256').update(token).digest('hex');
 

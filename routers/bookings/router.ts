@@ -16,7 +16,7 @@ import {
 import { findOwnedInterface } from '../chat-interfaces/repository.ts';
 import type { Context } from '../context.ts';
 import { ownerProcedure, publicProcedure, router } from '../trpc.ts';
-import { cancelBooking, createBooking, DAY_MS, freeSlotsOf, hashCancelToken, toAvailability, toBooking } from './booking-service.ts';
+import { cancelBooking, createBooking, DAY_MS, freeSlotsOf, hashCancelToken, linkOriginOf, toAvailability, toBooking } from './booking-service.ts';
 import * as repo from './repository.ts';
 import { localIso } from './slots.ts';
 
@@ -36,8 +36,6 @@ const bookingNotFound = () => new AppError('NOT_FOUND', 'Booking not found');
  * The origin the attendee's links point at: only the configured public one. The request's Host is not trusted
  * here: anyone could send one naming their own site and have the service mail that link to a victim.
  */
-export const linkOriginOf = (ctx: Pick<Context, 'deps'>) => ctx.deps.config.PUBLIC_ORIGINS[0] ?? null;
-
 const instant = (value: string, field: string) => {
   const ms = parseCalendarInstant(value);
   if (Number.isNaN(ms)) throw new AppError('VALIDATION_FAILED', 'Invalid request parameters', `${field}: not a date-time`);

@@ -8,8 +8,8 @@ import { findConfig } from '../knowledge-base/repository.ts';
 import { router, visitorProcedure } from '../trpc.ts';
 import { visitorInterface } from '../visitors/access.ts';
 import type { AppDeps } from '../context.ts';
-import { createBooking } from './booking-service.ts';
-import { linkOriginOf, slotsOf, slotsOutput } from './router.ts';
+import { createBooking, linkOriginOf } from './booking-service.ts';
+import { slotsOf, slotsOutput } from './router.ts';
 import { localIso } from './slots.ts';
 
 const tags = ['Bookings'];

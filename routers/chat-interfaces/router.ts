@@ -15,8 +15,7 @@ import type { DB } from '../../db/types.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import { testConnectionProcedure } from './test-connection.ts';
 import { checkAddressAtSave, withWarnings } from '../address-at-save.ts';
-import { cancelUpcomingOfInterface, toBooking } from '../bookings/booking-service.ts';
-import { linkOriginOf } from '../bookings/router.ts';
+import { cancelUpcomingOfInterface, linkOriginOf, toBooking } from '../bookings/booking-service.ts';
 
 const tags = ['Chat interfaces'];
 const notFound = () => new AppError('NOT_FOUND', 'Chat interface not found');
