@@ -1,3 +1,4 @@
+import { toStorable } from '../../schema/text-input.ts';
 import type { AppDeps } from '../context.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import type { DnsReport } from './dns-check.ts';
@@ -19,7 +20,9 @@ export async function applyDnsReport(deps: Pick<AppDeps, 'database' | 'webhookJo
     async (trx) => {
       const row = await repo.findDomainByIdForUpdate(trx, domainId);
       if (!row) return undefined;
-      const lastDns = report;
+      // DNS answers are anyone's bytes: a NUL (or a lone surrogate) would make the jsonb write fail. The verdicts
+      // above were reached on the real values; only the stored copy is cleaned.
+      const lastDns = toStorable(report);
       if (row.status === 'pending_verification' && ownership.status === 'ok') {
         const released = await repo.releaseClaim(trx, row.hostname, row.id, 'Another account proved control of this hostname');
         const verified = await repo.updateDomain(trx, row.id, {

@@ -225,6 +225,30 @@ describe.skipIf(!dnsServerRunnable)('custom domains', () => {
     await dns.clearServfail('_svc-challenge.flaky.shop-a.test');
   });
 
+  it('DNS answers holding a NUL byte are stored cleaned, and the domain is still judged on the real values', async () => {
+    const domain = (await addDomain(a.token, 'nul.shop-a.test', aInterface.id)).body.data.domain;
+    await dns.setTxt('_svc-challenge.nul.shop-a.test', 'svc-verify=abc\u0000def');
+    const wrong = await app.request('POST', `/api/v1/domains/${domain.id}/verify`, { token: a.token });
+    expect(wrong.status, wrong.text).toBe(200);
+    expect(wrong.body.data).toMatchObject({ verified: false, ownership: { status: 'mismatch' } });
+    expect(wrong.body.data.domain.lastDns.ownership.found).toEqual(['svc-verify=abcdef']);
+
+    await dns.setTxt('_svc-challenge.nul.shop-a.test', txtOf(domain).value);
+    const ok = await app.request('POST', `/api/v1/domains/${domain.id}/verify`, { token: a.token });
+    expect(ok.status, ok.text).toBe(200);
+    expect(ok.body.data).toMatchObject({ verified: true, domain: { status: 'verified' } });
+    expect([...ok.body.data.domain.lastDns.ownership.found].sort()).toEqual([txtOf(domain).value, 'svc-verify=abcdef'].sort());
+
+    // The background re-check (a job that used to fail on every attempt and die) stores the same answers.
+    expect((await app.request('POST', '/api/v1/domains/sync', { token: a.token })).status).toBe(202);
+    const after = await until(
+      async () => (await app.request('GET', `/api/v1/domains/${domain.id}`, { token: a.token })).body.data.domain,
+      (d) => d.lastDns.checkedAt !== ok.body.data.domain.lastDns.checkedAt,
+    );
+    expect(after.lastDns.checkedAt).not.toBe(ok.body.data.domain.lastDns.checkedAt);
+    expect(after.lastDns.ownership).toMatchObject({ status: 'ok', found: expect.arrayContaining(['svc-verify=abcdef']) });
+  });
+
   it('a hostname held by one owner is taken over by another only by proving DNS control', async () => {
     const held = (await addDomain(a.token, 'contested.shop.test', aInterface.id)).body.data.domain;
     await dns.setTxt('_svc-challenge.contested.shop.test', txtOf(held).value);
