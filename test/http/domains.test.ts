@@ -179,6 +179,38 @@ describe.skipIf(!dnsServerRunnable)('custom domains', () => {
     expect((await types()).sort()).toEqual(['domain.activated', 'domain.activated', 'domain.deactivated', 'domain.verified']);
   });
 
+  it('an active domain serves its own interface only: another owner’s slug there is the plain 404 page', async () => {
+    const domain = (await addDomain(a.token, 'own.shop-a.test', aInterface.id)).body.data.domain;
+    await dns.setTxt('_svc-challenge.own.shop-a.test', txtOf(domain).value);
+    expect((await app.request('POST', `/api/v1/domains/${domain.id}/verify`, { token: a.token })).body.data.verified).toBe(true);
+    expect((await app.request('POST', `/api/v1/domains/${domain.id}/activate`, { token: a.token })).status).toBe(200);
+    const at = (path: string) => app.request('GET', path, { headers: { host: 'own.shop-a.test' } });
+
+    const own = await at(`/c/${aInterface.slug}`);
+    expect(own.status).toBe(200);
+    expect(own.text).toContain(`data-slug="${aInterface.slug}"`);
+    expect((await at(`/c/${aInterface.slug}?embed=1`)).status).toBe(200);
+    for (const path of [`/c/${bInterface.slug}`, `/c/${bInterface.slug}/`, `/c/${bInterface.slug}?embed=1`, '/c/no-such-slug']) {
+      const other = await at(path);
+      expect(other.status, path).toBe(404);
+      expect(other.text, path).not.toContain('data-slug');
+      expect(other.text, path).toContain('not served at this domain');
+    }
+    // What every owner's page needs is served there too; the service's own host still serves every public page.
+    expect((await at('/widget.js')).status).toBe(200);
+    const asset = /href="(\/widget\/assets\/[^"]+)"/.exec(own.text)![1]!;
+    expect((await at(asset)).status).toBe(200);
+    expect((await app.request('GET', `/c/${bInterface.slug}`)).status).toBe(200);
+
+    // Not serving: no page at all, its own included.
+    expect((await app.request('POST', `/api/v1/domains/${domain.id}/deactivate`, { token: a.token })).status).toBe(200);
+    for (const path of [`/c/${aInterface.slug}`, `/c/${bInterface.slug}`]) {
+      const off = await at(path);
+      expect(off.status, path).toBe(404);
+      expect(off.text, path).not.toContain('data-slug');
+    }
+  });
+
   it('a change to the interface applies on the very next request despite the route cache: public, private, slug, deletion', async () => {
     const iface = await publicInterface(a.token, 'Cached route');
     const domain = (await addDomain(a.token, 'cached.shop-a.test', iface.id)).body.data.domain;

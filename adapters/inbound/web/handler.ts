@@ -160,8 +160,13 @@ export function createWebHandler(deps: Pick<AppDeps, 'database' | 'logger' | 'co
         return sendError(res, new AppError('METHOD_NOT_ALLOWED', 'Method not allowed', `${url.pathname} accepts GET, HEAD`), { Allow: 'GET, HEAD' });
       }
       const path = url.pathname;
-      if (path === '/') return serveRoot(req, res);
+      const host = await hostOf(req);
+      if (host.kind === 'not_serving') return sendPlain(req, res, 'NOT_FOUND', 'This domain is not active.');
+      if (host.kind === 'misdirected') return sendPlain(req, res, 'MISDIRECTED_REQUEST', 'This hostname is not served here.');
+      if (path === '/') return serveRoot(req, res, host);
       const built = await loadAssets();
+      // The loader, the bundles and the cancellation page are the same for every owner: a custom domain serves
+      // them too (its page at `/` needs the bundles; an owner may load the loader from their own domain).
       if (path === '/widget.js') return sendAsset(req, res, built.loaderJs, LOADER_CACHE_CONTROL);
       if (path === CANCEL_PAGE_PATH) {
         const headers = { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-cache', ...hostedPageHeaders([]) };
@@ -173,6 +178,11 @@ export function createWebHandler(deps: Pick<AppDeps, 'database' | 'logger' | 'co
         return sendAsset(req, res, asset, IMMUTABLE_CACHE_CONTROL);
       }
       const slug = path.slice('/c/'.length).replace(/\/$/, '');
+      // An owner's domain shows that owner's interface only: another slug there would put someone else's page
+      // under their name (and their domain's cookies and reputation).
+      if (host.kind === 'serving' && slug !== host.route.chatInterface.slug) {
+        return sendPlain(req, res, 'NOT_FOUND', 'This page is not served at this domain.');
+      }
       const page = SLUG.test(slug) ? await hostedPageOf(deps, slug) : undefined;
       const html = pageHtml(built, page, url.searchParams.get('embed') === '1');
       const headers = { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-cache', ...hostedPageHeaders(page?.allowedOrigins ?? []) };
@@ -181,28 +191,30 @@ export function createWebHandler(deps: Pick<AppDeps, 'database' | 'logger' | 'co
   };
 
   /**
-   * `/` of a custom domain is its interface's hosted page. A known domain that is not serving, or (when
-   * PUBLIC_ORIGINS names the service's hosts) a host nobody registered, gets a plain error page: never another
-   * owner's page. The service's own hosts go to the API reference.
+   * What the Host of a request is to the visitor side: one of the service's own hosts, an active domain (its
+   * route), a known domain that is not serving, or (when PUBLIC_ORIGINS names the service's hosts) a host nobody
+   * registered. Without PUBLIC_ORIGINS an unknown host may be the service's own, so it is served as one.
    */
-  async function serveRoot(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function hostOf(req: IncomingMessage) {
     const { hostname, problem } = normalizeHostname(String(req.headers.host ?? '').replace(/:\d+$/, ''));
-    const custom = !problem && !serviceHosts.has(hostname) ? await describeHost(deps, hostname) : { kind: 'service' as const };
-    if (custom.kind === 'serving') {
-      const { slug, name, allowedOrigins } = custom.route.chatInterface;
+    if (problem || serviceHosts.has(hostname)) return { kind: 'service' as const };
+    const described = await describeHost(deps, hostname);
+    if (described.kind === 'unknown') return serviceHosts.size > 0 ? { kind: 'misdirected' as const } : { kind: 'service' as const };
+    return described;
+  }
+
+  /** The plain error page of a host that serves no chat here (never another owner's page). */
+  function sendPlain(req: IncomingMessage, res: ServerResponse, status: 'NOT_FOUND' | 'MISDIRECTED_REQUEST', text: string) {
+    const headers = { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-cache', ...hostedPageHeaders([]) };
+    send(req, res, HTTP_STATUS[status], headers, `<!doctype html><html lang="en"><meta charset="utf-8"><title>Not available</title><p>${text}</p></html>`);
+  }
+
+  /** `/` of an active custom domain is its interface's hosted page; the service's own hosts go to the API reference. */
+  async function serveRoot(req: IncomingMessage, res: ServerResponse, host: Awaited<ReturnType<typeof hostOf>>): Promise<void> {
+    if (host.kind === 'serving') {
+      const { slug, name, allowedOrigins } = host.route.chatInterface;
       const headers = { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-cache', ...hostedPageHeaders(allowedOrigins) };
       return send(req, res, 200, headers, pageHtml(await loadAssets(), { slug, name, allowedOrigins }, false));
-    }
-    if (custom.kind === 'not_serving' || (custom.kind === 'unknown' && serviceHosts.size > 0)) {
-      const text = custom.kind === 'not_serving' ? 'This domain is not active.' : 'This hostname is not served here.';
-      const headers = { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-cache', ...hostedPageHeaders([]) };
-      return send(
-        req,
-        res,
-        HTTP_STATUS[custom.kind === 'not_serving' ? 'NOT_FOUND' : 'MISDIRECTED_REQUEST'],
-        headers,
-        `<!doctype html><html lang="en"><meta charset="utf-8"><title>Not available</title><p>${text}</p></html>`,
-      );
     }
     res.writeHead(302, { Location: '/api/v1/docs' });
     res.end();
