@@ -30,6 +30,10 @@ export const findDomainForUpdate = (trx: Transaction<DB>, ownerId: string, id: s
 export const findClaim = (db: Db, hostname: string) =>
   db.selectFrom('domains').selectAll().where('hostname', '=', hostname).where('status', '<>', 'pending_verification').executeTakeFirst();
 
+/** Whether any record, pending ones included, names the hostname. */
+export const isHostnameAdded = async (db: Db, hostname: string) =>
+  (await db.selectFrom('domains').select('id').where('hostname', '=', hostname).limit(1).executeTakeFirst()) !== undefined;
+
 export const insertDomain = (db: Db, row: { id: string; owner_id: string; hostname: string; chat_interface_id: string; verification_token: string }) =>
   db.insertInto('domains').values(row).returningAll().executeTakeFirstOrThrow();
 

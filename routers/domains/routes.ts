@@ -55,10 +55,14 @@ async function findActiveRoute(db: Kysely<DB>, hostname: string): Promise<{ rout
   return { route, chatInterfaceId };
 }
 
-/** A Host the listener does not know as its own: an active domain's route, a known domain that is not serving, or nothing. */
+/**
+ * A Host the listener does not know as its own: an active domain's route, a domain held past verification that is
+ * not serving, a hostname only added (every record still pending verification), or nothing.
+ */
 export async function describeHost(deps: { database: { db: Kysely<DB> }; domainRoutes: DomainRouteCache }, hostname: string) {
-  const route = await deps.domainRoutes.lookup(deps.database.db, hostname);
+  const db = deps.database.db;
+  const route = await deps.domainRoutes.lookup(db, hostname);
   if (route) return { kind: 'serving' as const, route };
-  const claim = await repo.findClaim(deps.database.db, hostname);
-  return claim ? { kind: 'not_serving' as const } : { kind: 'unknown' as const };
+  if (await repo.findClaim(db, hostname)) return { kind: 'not_serving' as const };
+  return (await repo.isHostnameAdded(db, hostname)) ? { kind: 'pending' as const } : { kind: 'unknown' as const };
 }

@@ -211,6 +211,26 @@ describe.skipIf(!dnsServerRunnable)('custom domains', () => {
     }
   });
 
+  it('a domain still pending verification gets the plain 404 page at /, not the service’s redirect', async () => {
+    await addDomain(b.token, 'waiting.shop-b.test', bInterface.id);
+    const root = await app.request('GET', '/', { headers: { host: 'waiting.shop-b.test' } });
+    expect(root.status).toBe(404);
+    expect(root.text).toContain('not active');
+    expect(root.headers.location).toBeUndefined();
+    // Without PUBLIC_ORIGINS the name may be the service's own (anyone may add any name): its pages stay up.
+    expect((await app.request('GET', `/c/${aInterface.slug}`, { headers: { host: 'waiting.shop-b.test' } })).status).toBe(200);
+    const peer = await app.startPeer({ PUBLIC_ORIGINS: 'https://chat-service.test' });
+    try {
+      for (const path of ['/', `/c/${bInterface.slug}`]) {
+        const res = await peer.request('GET', path, { headers: { host: 'waiting.shop-b.test' } });
+        expect(res.status, path).toBe(404);
+        expect(res.text, path).toContain('not active');
+      }
+    } finally {
+      await peer.stop();
+    }
+  });
+
   it('a change to the interface applies on the very next request despite the route cache: public, private, slug, deletion', async () => {
     const iface = await publicInterface(a.token, 'Cached route');
     const domain = (await addDomain(a.token, 'cached.shop-a.test', iface.id)).body.data.domain;

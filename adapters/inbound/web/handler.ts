@@ -161,7 +161,7 @@ export function createWebHandler(deps: Pick<AppDeps, 'database' | 'logger' | 'co
       }
       const path = url.pathname;
       const host = await hostOf(req);
-      if (host.kind === 'not_serving') return sendPlain(req, res, 'NOT_FOUND', 'This domain is not active.');
+      if (host.kind === 'not_serving' || (host.kind === 'pending' && path === '/')) return sendPlain(req, res, 'NOT_FOUND', 'This domain is not active.');
       if (host.kind === 'misdirected') return sendPlain(req, res, 'MISDIRECTED_REQUEST', 'This hostname is not served here.');
       if (path === '/') return serveRoot(req, res, host);
       const built = await loadAssets();
@@ -193,12 +193,15 @@ export function createWebHandler(deps: Pick<AppDeps, 'database' | 'logger' | 'co
   /**
    * What the Host of a request is to the visitor side: one of the service's own hosts, an active domain (its
    * route), a known domain that is not serving, or (when PUBLIC_ORIGINS names the service's hosts) a host nobody
-   * registered. Without PUBLIC_ORIGINS an unknown host may be the service's own, so it is served as one.
+   * registered. Without PUBLIC_ORIGINS an unknown host may be the service's own, so it is served as one; so is a
+   * hostname only added (pending), except at `/`: anyone may add any name, and the service's own must not stop
+   * serving pages because someone did.
    */
   async function hostOf(req: IncomingMessage) {
     const { hostname, problem } = normalizeHostname(String(req.headers.host ?? '').replace(/:\d+$/, ''));
     if (problem || serviceHosts.has(hostname)) return { kind: 'service' as const };
     const described = await describeHost(deps, hostname);
+    if (serviceHosts.size > 0 && described.kind === 'pending') return { kind: 'not_serving' as const };
     if (described.kind === 'unknown') return serviceHosts.size > 0 ? { kind: 'misdirected' as const } : { kind: 'service' as const };
     return described;
   }
