@@ -105,7 +105,10 @@ export const domainsAdminRouter = router({
         },
         (done) => done.map(({ row }) => webhookEvent(row.owner_id, 'domain.deactivated', domainEventData(row))),
       );
-      for (const { row } of fixed) ctx.deps.domainRoutes.forget(row.hostname);
+      for (const { row } of fixed) {
+        ctx.deps.domainRoutes.forget(row.hostname);
+        ctx.deps.domainCertificates.forget(row.hostname);
+      }
       return { fixed: fixed.map(({ row, reason }) => ({ id: row.id, hostname: row.hostname, ownerId: row.owner_id, reason })) };
     }),
 });

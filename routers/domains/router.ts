@@ -157,6 +157,7 @@ export const domainsRouter = router({
       const row = await repo.deleteDomain(ctx.deps.database.db, ctx.owner.id, input.id);
       if (!row) throw notFound();
       ctx.deps.domainRoutes.forget(row.hostname);
+      ctx.deps.domainCertificates.forget(row.hostname);
       return { deleted: true as const, id: row.id };
     }),
 

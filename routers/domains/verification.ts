@@ -12,7 +12,11 @@ export const domainEventData = (row: repo.DomainRow) => ({ id: row.id, hostname:
  * reason says what is missing. DNS is asked before this runs, so no lock waits on a resolver. A failure to ask
  * changes no state, and nothing here ever deactivates a working domain.
  */
-export async function applyDnsReport(deps: Pick<AppDeps, 'database' | 'webhookJobs' | 'domainRoutes'>, domainId: string, report: DnsReport) {
+export async function applyDnsReport(
+  deps: Pick<AppDeps, 'database' | 'webhookJobs' | 'domainRoutes' | 'domainCertificates'>,
+  domainId: string,
+  report: DnsReport,
+) {
   const checkedAt = new Date(report.checkedAt);
   const { ownership, routing } = report;
   const result = await withEvents(
@@ -56,6 +60,10 @@ export async function applyDnsReport(deps: Pick<AppDeps, 'database' | 'webhookJo
           ]
         : [],
   );
-  if (result) deps.domainRoutes.forget(result.row.hostname);
+  if (result) {
+    deps.domainRoutes.forget(result.row.hostname);
+    // A takeover stops the previous holder's certificate being served (the new holder has none until activated).
+    if (result.released.length > 0) deps.domainCertificates.forget(result.row.hostname);
+  }
   return result;
 }

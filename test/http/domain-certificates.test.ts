@@ -126,6 +126,36 @@ describe.skipIf(!acmeCaRunnable || !dnsServerRunnable)('domain certificates over
     expect(ssl).toMatchObject({ status: 'failed', reason: expect.stringMatching(/CAA record of shop-b.test allows only other-ca.example/) });
   });
 
+  it('a released hostname stops presenting its certificate at once: deleted, or taken over by another owner', async () => {
+    const root = await ca.issuedRoot();
+    const servesIssued = async (hostname: string) => (await handshake(hostname, root)).cert.subjectaltname?.includes(`DNS:${hostname}`) ?? false;
+
+    const deleted = await activeDomain('gone.shop-a.test');
+    expect((await sslStatus(deleted, (s) => s.status === 'issued' || s.status === 'failed')).status).toBe('issued');
+    expect(await servesIssued('gone.shop-a.test')).toBe(true);
+    expect((await app.request('DELETE', `/api/v1/domains/${deleted}`, { token: owner.token })).status).toBe(200);
+    expect(await servesIssued('gone.shop-a.test')).toBe(false);
+
+    const held = await activeDomain('taken.shop-a.test');
+    expect((await sslStatus(held, (s) => s.status === 'issued' || s.status === 'failed')).status).toBe('issued');
+    expect(await servesIssued('taken.shop-a.test')).toBe(true);
+    const rival = await app.signUp('certs-rival');
+    const rivalInterface = await app.request('POST', '/api/v1/chat-interfaces', {
+      token: rival.token,
+      body: { name: 'Rival chat', endpointUrl: 'https://example.com/bot', public: true },
+    });
+    const claim = await app.request('POST', '/api/v1/domains', {
+      token: rival.token,
+      body: { hostname: 'taken.shop-a.test', chatInterfaceId: rivalInterface.body.data.chatInterface.id },
+    });
+    expect(claim.status, claim.text).toBe(201);
+    await dns.clearTxt('_svc-challenge.taken.shop-a.test');
+    await dns.setTxt('_svc-challenge.taken.shop-a.test', claim.body.data.domain.records[0].value);
+    const verified = await app.request('POST', `/api/v1/domains/${claim.body.data.domain.id}/verify`, { token: rival.token });
+    expect(verified.body.data.verified, verified.text).toBe(true);
+    expect(await servesIssued('taken.shop-a.test')).toBe(false);
+  });
+
   it('ssl-status of another owner’s domain is a 404', async () => {
     const other = await app.signUp('certs-other');
     const id = (await app.request('GET', '/api/v1/domains', { token: owner.token })).body.data.domains[0].id;
