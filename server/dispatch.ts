@@ -41,7 +41,13 @@ function lingerOnUnreadBody(req: IncomingMessage) {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
 const DOT_SEGMENT = /\/(?:\.|%2e){1,2}(?:\/|$)/i;
-const HSTS = 'max-age=63072000; includeSubDomains';
+/**
+ * includeSubDomains only on the service's own hosts (PUBLIC_ORIGINS): on an owner's custom domain, an apex above
+ * all, it would force HTTPS for two years on every subdomain of theirs, none of which we serve. Without
+ * PUBLIC_ORIGINS the service cannot tell its own hosts from an owner's, so no host gets it.
+ */
+const HSTS_SERVICE = 'max-age=63072000; includeSubDomains';
+const HSTS_OTHER = 'max-age=63072000';
 
 export function createContext(deps: AppDeps, req: IncomingMessage, requestId: string, clientIp: string, signal?: AbortSignal): Context {
   const authorization = req.headers.authorization;
@@ -113,6 +119,14 @@ export function createDispatcher(
   adapters: { rest: AdapterHandler; trpc: AdapterHandler; graphql: AdapterHandler; web: { matches(path: string): boolean; handle: AdapterHandler } },
 ) {
   const trustProxy = deps.config.TRUST_PROXY;
+  const serviceHosts = new Set(deps.config.PUBLIC_ORIGINS.map((o) => new URL(o).hostname.toLowerCase()));
+  const hstsFor = (host: string | undefined) => {
+    const hostname = String(host ?? '')
+      .replace(/:\d+$/, '')
+      .replace(/\.$/, '')
+      .toLowerCase();
+    return serviceHosts.has(hostname) ? HSTS_SERVICE : HSTS_OTHER;
+  };
   // One per instance: every body the adapters buffer is held on it, per client as rate limiting counts clients.
   const bodies = createBodyBudget({ instanceBytes: deps.config.BODY_MEMORY_LIMIT_BYTES, perClientBytes: deps.config.BODY_MEMORY_PER_CLIENT_BYTES });
   return (req: IncomingMessage, res: ServerResponse, secure: boolean) => {
@@ -161,7 +175,7 @@ export function createDispatcher(
       res.setHeader('Connection', 'close');
       return sendError(res, new AppError('HTTPS_REQUIRED', 'HTTPS is required', 'Plain HTTP requests are rejected; use https://'));
     }
-    res.setHeader('Strict-Transport-Security', HSTS);
+    res.setHeader('Strict-Transport-Security', hstsFor(req.headers.host));
     res.setHeader('X-Content-Type-Options', 'nosniff');
     // Answers carry owners' data and secrets shown once: no shared or browser cache may keep them. The few
     // cacheable answers (documents, the public avatar) set their own.

@@ -434,4 +434,20 @@ describe.skipIf(!dnsServerRunnable)('custom domains', () => {
       await peer.stop();
     }
   });
+
+  it('HSTS covers subdomains only on the service’s own hosts, never on an owner’s domain', async () => {
+    const hsts = async (target: TestApp, host: string) =>
+      (await target.request('GET', '/api/v1/health/hosting', { headers: { host } })).headers['strict-transport-security'];
+    expect(await hsts(app, 'chat.shop-a.test')).toBe('max-age=63072000');
+    expect((await app.request('GET', '/', { headers: { host: 'chat.shop-a.test' } })).headers['strict-transport-security']).toBe('max-age=63072000');
+    const peer = await app.startPeer({ PUBLIC_ORIGINS: 'https://chat-service.test' });
+    try {
+      expect(await hsts(peer, 'chat-service.test')).toBe('max-age=63072000; includeSubDomains');
+      expect(await hsts(peer, 'Chat-Service.test.:443')).toBe('max-age=63072000; includeSubDomains');
+      expect(await hsts(peer, 'chat.shop-a.test')).toBe('max-age=63072000');
+      expect(await hsts(peer, 'x.chat-service.test')).toBe('max-age=63072000');
+    } finally {
+      await peer.stop();
+    }
+  });
 });
