@@ -17,6 +17,8 @@ export function normalizeHostname(input: string): { hostname: string; problem?: 
   if (isIP(raw) !== 0) return { hostname: raw, problem: 'ip_address' };
   const ascii = raw === '' || /[/:@?#\s\\]/.test(raw) ? '' : domainToASCII(raw);
   if (!ascii || ascii.length > 253) return { hostname: raw, problem: 'invalid' };
+  // The conversion reads IPv4 as URLs do (`0x7f.1`, `2130706433`, `127.1` become 127.0.0.1): an address still.
+  if (isIP(ascii) !== 0) return { hostname: ascii, problem: 'ip_address' };
   const labels = ascii.split('.');
   if (labels.at(-1) === 'localhost') return { hostname: ascii, problem: 'localhost' };
   if (labels.length < 2 || labels.some((l) => !/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(l))) return { hostname: ascii, problem: 'invalid' };

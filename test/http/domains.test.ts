@@ -339,6 +339,7 @@ describe.skipIf(!dnsServerRunnable)('custom domains', () => {
     expect((await check('chat-service.test')).reason).toBe('reserved');
     expect((await check('co.uk')).reason).toBe('public_suffix');
     expect((await check('10.0.0.1')).reason).toBe('ip_address');
+    expect(await check('0x7f.1')).toEqual({ domain: '127.0.0.1', available: false, reason: 'ip_address' });
     expect((await check('localhost')).reason).toBe('localhost');
     expect((await check('bad host')).reason).toBe('invalid');
     expect((await app.request('GET', '/api/v1/domains/check-reserved')).status).toBe(400);
