@@ -1,4 +1,4 @@
-import type { Kysely, Selectable, Transaction } from 'kysely';
+import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import type { DB, DomainsTable } from '../../db/types.ts';
 import { jsonb } from '../../db/json.ts';
 
@@ -34,8 +34,18 @@ export const findClaim = (db: Db, hostname: string) =>
 export const isHostnameAdded = async (db: Db, hostname: string) =>
   (await db.selectFrom('domains').select('id').where('hostname', '=', hostname).limit(1).executeTakeFirst()) !== undefined;
 
-export const insertDomain = (db: Db, row: { id: string; owner_id: string; hostname: string; chat_interface_id: string; verification_token: string }) =>
-  db.insertInto('domains').values(row).returningAll().executeTakeFirstOrThrow();
+/**
+ * Serialises the additions of one owner's domains until the transaction ends, on PostgreSQL across instances too:
+ * the count that bounds them must not be read by two additions at once.
+ */
+export async function lockOwnerDomains(trx: Transaction<DB>, ownerId: string) {
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`domains:${ownerId}`}, 0))`.execute(trx);
+}
+
+export const insertDomain = (
+  db: Db,
+  row: { id: string; owner_id: string; hostname: string; chat_interface_id: string; verification_token: string; status_reason: string },
+) => db.insertInto('domains').values(row).returningAll().executeTakeFirstOrThrow();
 
 export const updateDomain = (
   db: Db,

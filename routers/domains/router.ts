@@ -111,20 +111,25 @@ export const domainsRouter = router({
       const db = ctx.deps.database.db;
       const hostname = acceptableHostname(input.hostname, ctx.deps.config);
       if (!(await findOwnedInterface(db, ctx.owner.id, input.chatInterfaceId))) throw interfaceNotFound();
-      if ((await repo.countDomains(db, ctx.owner.id)) >= MAX_DOMAINS_PER_OWNER) {
-        throw new AppError('CONFLICT', 'Too many domains', `An account may have at most ${MAX_DOMAINS_PER_OWNER} domains; remove one first`);
-      }
       const claim = await repo.findClaim(db, hostname);
+      const reason = claim ? 'Another account holds this hostname; create the TXT record and verify to take it over' : 'Create the TXT record, then verify';
       try {
-        const row = await repo.insertDomain(db, {
-          id: randomUUID(),
-          owner_id: ctx.owner.id,
-          hostname,
-          chat_interface_id: input.chatInterfaceId,
-          verification_token: randomBytes(16).toString('hex'),
+        const row = await db.transaction().execute(async (trx) => {
+          // Count and insert under the owner's lock: concurrent additions would otherwise all pass the count.
+          await repo.lockOwnerDomains(trx, ctx.owner.id);
+          if ((await repo.countDomains(trx, ctx.owner.id)) >= MAX_DOMAINS_PER_OWNER) {
+            throw new AppError('CONFLICT', 'Too many domains', `An account may have at most ${MAX_DOMAINS_PER_OWNER} domains; remove one first`);
+          }
+          return repo.insertDomain(trx, {
+            id: randomUUID(),
+            owner_id: ctx.owner.id,
+            hostname,
+            chat_interface_id: input.chatInterfaceId,
+            verification_token: randomBytes(16).toString('hex'),
+            status_reason: reason,
+          });
         });
-        const reason = claim ? 'Another account holds this hostname; create the TXT record and verify to take it over' : 'Create the TXT record, then verify';
-        return { domain: toDomain(await repo.updateDomain(db, row.id, { status_reason: reason }), ctx.deps.config) };
+        return { domain: toDomain(row, ctx.deps.config) };
       } catch (error) {
         if (isUniqueViolation(error)) throw new AppError('CONFLICT', 'Domain already added', `${hostname} is already one of your domains`);
         throw error;

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dnsServerRunnable, startDnsServer, type TestDnsServer } from '../helpers/dns-server.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
@@ -331,6 +332,27 @@ describe.skipIf(!dnsServerRunnable)('custom domains', () => {
     const over = await addDomain(c.token, 'd100.shop-c.test', iface.id);
     expect(over.status).toBe(409);
     expect(over.body.error.details).toMatch(/at most 100 domains/);
+  });
+
+  it('holds the bound of 100 under concurrent creates', async () => {
+    const d = await app.signUp('domains-d');
+    const iface = await publicInterface(d.token, 'D support');
+    // 96 already there (written directly: the sequential path is the test above), then 12 at once for the last 4.
+    await app.deps.database.db
+      .insertInto('domains')
+      .values(
+        Array.from({ length: 96 }, (_, i) => ({
+          id: randomUUID(),
+          owner_id: d.ownerId,
+          hostname: `pre${i}.shop-d.test`,
+          chat_interface_id: iface.id,
+          verification_token: randomUUID().replaceAll('-', ''),
+        })),
+      )
+      .execute();
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => addDomain(d.token, `race${i}.shop-d.test`, iface.id)));
+    expect(results.map((r) => r.status).sort()).toEqual([...Array(4).fill(201), ...Array(8).fill(409)]);
+    expect((await app.request('GET', '/api/v1/domains', { token: d.token })).body.data.count).toBe(100);
   });
 
   it('check-reserved answers for every kind of name', async () => {
