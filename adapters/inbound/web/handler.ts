@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AppError } from '../../../schema/errors.ts';
 import type { AppDeps, Context } from '../../../routers/context.ts';
 import { hostedPageOf } from '../../../routers/visitors/access.ts';
-import { describeHost } from '../../../routers/domains/routes.ts';
+
 import { normalizeHostname } from '../../../routers/domains/hostname.ts';
 import { browserAsset, IMMUTABLE_CACHE_CONTROL, type BrowserAsset } from '../browser-assets.ts';
 import { sendError } from '../envelope.ts';
@@ -200,7 +200,7 @@ export function createWebHandler(deps: Pick<AppDeps, 'database' | 'logger' | 'co
   async function hostOf(req: IncomingMessage) {
     const { hostname, problem } = normalizeHostname(String(req.headers.host ?? '').replace(/:\d+$/, ''));
     if (problem || serviceHosts.has(hostname)) return { kind: 'service' as const };
-    const described = await describeHost(deps, hostname);
+    const described = await deps.domainRoutes.describe(deps.database.db, hostname);
     if (serviceHosts.size > 0 && described.kind === 'pending') return { kind: 'not_serving' as const };
     if (described.kind === 'unknown') return serviceHosts.size > 0 ? { kind: 'misdirected' as const } : { kind: 'service' as const };
     return described;
