@@ -394,6 +394,8 @@ export interface BillingAccountsTable {
   current_period_end: Date | null;
   cancel_at_period_end: Generated<boolean>;
   subscription_trial_end: Date | null;
+  /** Stripe's `created` of the stored subscription (migration 0025; null for rows stored before it). */
+  subscription_created_at: Date | null;
   trial_plan: 'premium' | 'enterprise' | null;
   trial_started_at: Date | null;
   trial_end: Date | null;

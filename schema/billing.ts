@@ -101,7 +101,9 @@ export const webhookReceiptSchema = z.object({
   received: z.literal(true),
   eventId: z.string(),
   type: z.string(),
-  outcome: z.enum(['applied', 'duplicate', 'ignored']).meta({ description: 'applied; already seen (changed nothing); or not an event we act on' }),
+  outcome: z
+    .enum(['applied', 'duplicate', 'ignored'])
+    .meta({ description: 'applied; already seen (changed nothing); or not acted on (an unhandled type, or a superseded subscription)' }),
 });
 
 export const webhookTestSchema = z.object({

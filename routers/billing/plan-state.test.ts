@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { planAfterTrial, planState, trialAvailable } from './plan-state.ts';
+import { hasPendingOrLiveSubscription, planAfterTrial, planState, replacesStoredSubscription, trialAvailable } from './plan-state.ts';
 import type { BillingAccountRow } from './repository.ts';
 
 const now = new Date('2026-11-25T12:00:00Z');
@@ -14,6 +14,7 @@ const account = (changes: Partial<BillingAccountRow>): BillingAccountRow => ({
   current_period_end: null,
   cancel_at_period_end: false,
   subscription_trial_end: null,
+  subscription_created_at: null,
   trial_plan: null,
   trial_started_at: null,
   trial_end: null,
@@ -59,5 +60,34 @@ describe('trials', () => {
     expect(planAfterTrial(paid('active'))).toBe('enterprise');
     expect(planAfterTrial(paid('canceled'))).toBe('free');
     expect(planAfterTrial(trial('2026-11-20'))).toBe('free');
+  });
+});
+
+describe('which subscription is stored', () => {
+  const stored = (status: string, created: string | null = '2026-11-01') =>
+    account({ ...paid(status), subscription_created_at: created ? new Date(created) : null });
+  const other = (status: string, created = '2026-10-01') => ({ stripeSubscriptionId: 'sub_2', status, createdAt: new Date(created) });
+
+  it('the stored subscription’s own state always replaces it, and anything replaces no subscription', () => {
+    expect(replacesStoredSubscription(stored('active'), { stripeSubscriptionId: 'sub_1', status: 'canceled', createdAt: null })).toBe(true);
+    expect(replacesStoredSubscription(account({}), other('incomplete_expired'))).toBe(true);
+  });
+  it('another subscription does not replace a live or pending one unless it stands higher, or as high and newer', () => {
+    for (const status of ['canceled', 'incomplete_expired', 'unpaid', 'incomplete'])
+      expect(replacesStoredSubscription(stored('active'), other(status, '2026-11-20'))).toBe(false);
+    expect(replacesStoredSubscription(stored('active'), other('active', '2026-10-01'))).toBe(false);
+    expect(replacesStoredSubscription(stored('active'), other('active', '2026-11-20'))).toBe(true);
+    expect(replacesStoredSubscription(stored('incomplete'), other('canceled', '2026-11-20'))).toBe(false);
+    expect(replacesStoredSubscription(stored('incomplete'), other('active', '2026-10-01'))).toBe(true);
+  });
+  it('an ended one is replaced by a newer or a live one, not by an older ended one; a row of unknown age counts as older', () => {
+    expect(replacesStoredSubscription(stored('canceled'), other('active', '2026-10-01'))).toBe(true);
+    expect(replacesStoredSubscription(stored('canceled'), other('canceled', '2026-10-01'))).toBe(false);
+    expect(replacesStoredSubscription(stored('canceled'), other('canceled', '2026-11-20'))).toBe(true);
+    expect(replacesStoredSubscription(stored('active', null), other('active', '2026-10-01'))).toBe(true);
+  });
+  it('checkout waits while a subscription is live or its first payment is pending', () => {
+    for (const status of ['active', 'trialing', 'past_due', 'incomplete']) expect(hasPendingOrLiveSubscription(paid(status)), status).toBe(true);
+    for (const status of ['canceled', 'unpaid', 'incomplete_expired', 'paused']) expect(hasPendingOrLiveSubscription(paid(status)), status).toBe(false);
   });
 });

@@ -13,8 +13,34 @@ export interface PlanState {
   source: 'stripe' | 'trial' | 'admin';
 }
 
-export const hasLiveSubscription = (account: BillingAccountRow | undefined) =>
+const hasLiveSubscription = (account: BillingAccountRow | undefined) =>
   !!account?.stripe_subscription_id && LIVE_STATUSES.has(account.subscription_status ?? '');
+
+/**
+ * A live subscription, or one whose first payment is still pending (`incomplete`, for up to 23 hours): either way a
+ * second checkout would bill the owner twice.
+ */
+export const hasPendingOrLiveSubscription = (account: BillingAccountRow | undefined) =>
+  hasLiveSubscription(account) || (!!account?.stripe_subscription_id && account.subscription_status === 'incomplete');
+
+/** Live outranks pending (incomplete), which outranks ended (canceled, unpaid, incomplete_expired, paused). */
+const standing = (status: string | null) => (LIVE_STATUSES.has(status ?? '') ? 2 : status === 'incomplete' ? 1 : 0);
+
+/**
+ * Whether Stripe's state of `incoming` may replace the stored subscription. Its own subscription always may; another
+ * one only when it stands higher (live over pending over ended), or as high and was created later: a late or
+ * retried event for an older subscription must not downgrade a paying owner or reopen checkout. A stored row of
+ * unknown age (stored before the age was kept) counts as older.
+ */
+export function replacesStoredSubscription(
+  stored: BillingAccountRow,
+  incoming: { stripeSubscriptionId: string; status: string; createdAt: Date | null },
+): boolean {
+  if (!stored.stripe_subscription_id || stored.stripe_subscription_id === incoming.stripeSubscriptionId) return true;
+  const [was, is] = [standing(stored.subscription_status), standing(incoming.status)];
+  if (is !== was) return is > was;
+  return !stored.subscription_created_at || (!!incoming.createdAt && incoming.createdAt.getTime() > stored.subscription_created_at.getTime());
+}
 
 const trialRunning = (account: BillingAccountRow | undefined, now: Date) =>
   !!account?.trial_end && account.trial_expired_at === null && account.trial_end.getTime() > now.getTime();

@@ -87,6 +87,8 @@ export interface SubscriptionState {
   currentPeriodEnd: Date | null;
   cancelAtPeriodEnd: boolean;
   trialEnd: Date | null;
+  /** Stripe's `created`: which of two subscriptions of one owner is the newer. */
+  createdAt: Date | null;
 }
 
 export function saveSubscription(trx: Transaction<DB>, ownerId: string, state: SubscriptionState, customerId: string) {
@@ -102,6 +104,7 @@ export function saveSubscription(trx: Transaction<DB>, ownerId: string, state: S
       current_period_end: state.currentPeriodEnd,
       cancel_at_period_end: state.cancelAtPeriodEnd,
       subscription_trial_end: state.trialEnd,
+      subscription_created_at: state.createdAt,
       updated_at: new Date(),
     })
     .where('owner_id', '=', ownerId)

@@ -22,7 +22,7 @@ import { monthUsage } from './usage.ts';
 import { billingSignatureProcedure, cronProcedure, ownerProcedure, router } from '../trpc.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import { validateCoupon } from './coupons.ts';
-import { hasLiveSubscription, planAfterTrial, planState, trialAvailable } from './plan-state.ts';
+import { hasPendingOrLiveSubscription, planAfterTrial, planState, trialAvailable } from './plan-state.ts';
 import * as repo from './repository.ts';
 import { parseStripeEvent } from './stripe-event-shape.ts';
 import { applyStripeEvent } from './stripe-events.ts';
@@ -199,7 +199,7 @@ export const billingRouter = router({
       const successUrl = returnUrl(ctx, input.successUrl, 'successUrl', '/?checkout=success&session_id={CHECKOUT_SESSION_ID}');
       const cancelUrl = returnUrl(ctx, input.cancelUrl, 'cancelUrl', '/?checkout=canceled');
       const db = ctx.deps.database.db;
-      if (hasLiveSubscription(await repo.findAccount(db, ctx.owner.id))) {
+      if (hasPendingOrLiveSubscription(await repo.findAccount(db, ctx.owner.id))) {
         throw new AppError('CONFLICT', 'Already subscribed', 'Change or cancel the subscription in the customer portal (POST /api/v1/payments/portal)');
       }
       let promotionCodeId: string | undefined;

@@ -9,7 +9,7 @@ import { findOwnerById, updateOwnerPlanAndRole } from '../auth/repository.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import type { OutboxEvent } from '../webhooks/outbox-repository.ts';
 import * as repo from './repository.ts';
-import { planState } from './plan-state.ts';
+import { planState, replacesStoredSubscription } from './plan-state.ts';
 import { isHandledEventType } from './stripe-event-shape.ts';
 import { isResourceMissing, stripeFailure } from './stripe-errors.ts';
 
@@ -48,6 +48,7 @@ export function subscriptionStateFrom(sub: Stripe.Subscription, prices: Config['
     currentPeriodEnd: fromUnix(item?.current_period_end),
     cancelAtPeriodEnd: sub.cancel_at_period_end,
     trialEnd: fromUnix(sub.trial_end),
+    createdAt: fromUnix(sub.created),
   };
 }
 
@@ -138,6 +139,13 @@ export async function applyStripeEvent(deps: StripeEventDeps, event: Stripe.Even
         const before = await repo.lockAccount(trx, owner);
         const ownerRow = await findOwnerById(trx, owner);
         if (!ownerRow) return [];
+        if (!replacesStoredSubscription(before, state)) {
+          // Recorded (a redelivery stays a duplicate), but about a subscription the stored one supersedes: nothing
+          // changes, and no subscription.* event tells the owner's systems otherwise.
+          deps.logger.info('billing event for a superseded subscription', { eventId: event.id, subscriptionId, current: before.stripe_subscription_id });
+          outcome = 'ignored';
+          return [];
+        }
         const after = await repo.saveSubscription(trx, owner, state, customerId);
         const now = new Date();
         const effective = planState(after, ownerRow.plan, now);

@@ -167,6 +167,56 @@ describe('checkout and the webhook', () => {
     expect((await deliver(completed!)).body.data.outcome).toBe('applied');
   });
 
+  it('an event for an older subscription neither replaces a live one nor reopens checkout', async () => {
+    const owner = await app.signUp('superseded');
+    // Two Checkout pages opened before either was paid: the first ends `incomplete`, the second pays.
+    const [premium, enterprise] = [await checkout(owner.token, { plan: 'premium' }), await checkout(owner.token, { plan: 'enterprise' })];
+    const first = stripe.completeCheckout(premium.body.data.checkoutSession.id, { status: 'incomplete' });
+    for (const evt of first) expect((await deliver(evt)).status).toBe(200);
+    const subA = (first[1]!.data.object as Stripe.Subscription).id;
+    expect(await subscription(owner.token)).toMatchObject({ plan: 'free', status: 'incomplete' });
+    const pending = await checkout(owner.token, { plan: 'enterprise' });
+    expect([pending.status, pending.body.error?.code]).toEqual([409, 'CONFLICT']);
+
+    const second = stripe.completeCheckout(enterprise.body.data.checkoutSession.id);
+    for (const evt of second) expect((await deliver(evt)).body.data.outcome).toBe('applied');
+    const subB = (second[1]!.data.object as Stripe.Subscription).id;
+    expect(await subscription(owner.token)).toMatchObject({ plan: 'enterprise', status: 'active', source: 'stripe' });
+    const hook = await app.request('POST', '/api/v1/enterprise/webhooks', {
+      token: owner.token,
+      body: { url: `${receiver.url}/superseded`, events: ['subscription.created', 'subscription.updated', 'subscription.canceled'] },
+    });
+    expect(hook.status, hook.text).toBe(201);
+
+    // Stripe gives up on A's first payment; then a late event for A (Stripe retries for days) arrives.
+    const expired = stripe.updateSubscription(subA, { status: 'incomplete_expired' });
+    const res = await deliver(expired);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data.outcome).toBe('ignored');
+    expect((await deliver(expired)).body.data.outcome).toBe('duplicate');
+    expect(await subscription(owner.token)).toMatchObject({ plan: 'enterprise', status: 'active', source: 'stripe', trialAvailable: false });
+    expect((await checkout(owner.token, { plan: 'premium' })).status).toBe(409);
+
+    // A later change of B is announced; nothing about A ever was.
+    expect((await deliver(stripe.updateSubscription(subB, { cancel_at_period_end: true }))).body.data.outcome).toBe('applied');
+    const announced = () => receiver.received.map((r) => JSON.parse(r.body)).filter((b) => b.data?.ownerId === owner.ownerId);
+    for (let i = 0; i < 200 && !announced().some((b) => b.data.cancelAtPeriodEnd); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(announced().map((b) => [b.type, b.data.stripeSubscriptionId])).toEqual([['subscription.updated', subB]]);
+  });
+
+  it('a late event for a cancelled earlier subscription leaves the newer paid one alone', async () => {
+    const owner = await paidOwner('resubscribed');
+    for (const evt of owner.events) await deliver(evt);
+    const staleUpdate = stripe.updateSubscription(owner.subscriptionId, { cancel_at_period_end: true });
+    await deliver(stripe.deleteSubscription(owner.subscriptionId));
+    expect(await subscription(owner.token)).toMatchObject({ plan: 'free', status: 'canceled' });
+    const again = await checkout(owner.token, { plan: 'enterprise' });
+    expect(again.status, again.text).toBe(201);
+    for (const evt of stripe.completeCheckout(again.body.data.checkoutSession.id)) await deliver(evt);
+    expect((await deliver(staleUpdate)).body.data.outcome).toBe('ignored');
+    expect(await subscription(owner.token)).toMatchObject({ plan: 'enterprise', status: 'active', cancelAtPeriodEnd: false });
+  });
+
   it('ignores event types it does not act on, answering 200', async () => {
     const evt = { id: 'evt_unrelated_1', object: 'event', type: 'charge.refunded', created: Math.floor(Date.now() / 1000), data: { object: { id: 'ch_1' } } };
     const res = await deliver(JSON.stringify(evt));
