@@ -15,7 +15,9 @@ export function stripeFailure(error: unknown): AppError | undefined {
   if (error instanceof AppError) return error;
   const cause = isStripeError(error) && error.type === 'StripeConnectionError' ? (error as { detail?: unknown }).detail : error;
   if (cause instanceof OutboundError || (isStripeError(error) && error.type === 'StripeConnectionError')) {
-    return cause instanceof OutboundError && cause.kind === 'timeout'
+    // Ours (the outbound client's deadline) or the SDK's (its timeout signal aborted the call: code ETIMEDOUT).
+    const timedOut = cause instanceof OutboundError ? cause.kind === 'timeout' : (cause as { code?: unknown } | undefined)?.code === 'ETIMEDOUT';
+    return timedOut
       ? new AppError('UPSTREAM_TIMEOUT', 'The payment provider did not answer in time')
       : new AppError('UPSTREAM_CONNECTION_FAILED', 'The payment provider could not be reached');
   }
