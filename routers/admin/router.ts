@@ -4,6 +4,7 @@ import { queryInt } from '../../schema/common.ts';
 import { ownerDetailSchema, planSchema, roleSchema, updateOwnerInput } from '../../schema/owners.ts';
 import { adminProcedure, router } from '../trpc.ts';
 import { listOwners, toOwnerDetail, updateOwnerPlanAndRole } from '../auth/repository.ts';
+import { endRunningTrial } from '../billing/repository.ts';
 import { kindStats, recentWorkers } from '../jobs/repository.ts';
 import { deliveryBacklog } from '../webhooks/repository.ts';
 import { rateLimitsProcedure } from './rate-limits.ts';
@@ -111,7 +112,13 @@ export const adminRouter = router({
     .input(updateOwnerInput)
     .output(z.object({ owner: ownerDetailSchema }))
     .mutation(async ({ ctx, input }) => {
-      const row = await updateOwnerPlanAndRole(ctx.deps.database.db, input.id, { plan: input.plan, role: input.role });
+      const row = await ctx.deps.database.db.transaction().execute(async (trx) => {
+        // The admin's plan replaces a running trial's: left running, the trial would still be reported, and its
+        // expiry sweep would put the owner on the plan the trial falls back to. Billing row first, then the owner,
+        // the order the sweep and the Stripe events lock them in.
+        if (input.plan) await endRunningTrial(trx, input.id, new Date());
+        return updateOwnerPlanAndRole(trx, input.id, { plan: input.plan, role: input.role });
+      });
       if (!row) throw new AppError('NOT_FOUND', 'Owner not found');
       // Every instance hears of it through the change trigger; this one must not wait for the notification.
       ctx.deps.sessionCache.forgetOwner(row.id);

@@ -121,6 +121,17 @@ export function saveTrial(trx: Transaction<DB>, ownerId: string, plan: 'premium'
     .executeTakeFirstOrThrow();
 }
 
+/** Ends the owner's trial now if one is running (an admin set the plan); the sweep then leaves that plan alone. */
+export async function endRunningTrial(db: Kysely<DB>, ownerId: string, now: Date) {
+  await db
+    .updateTable('billing_accounts')
+    .set({ trial_expired_at: now, updated_at: now })
+    .where('owner_id', '=', ownerId)
+    .where('trial_expired_at', 'is', null)
+    .where('trial_end', '>', now)
+    .execute();
+}
+
 /**
  * Marks every trial that has run out as expired and returns those rows. One UPDATE: of two sweeps running at once,
  * the second waits for the first's row locks, re-checks `trial_expired_at is null`, and skips what it expired.

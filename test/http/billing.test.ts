@@ -368,6 +368,31 @@ describe('trials and the sweep', () => {
     expect((await subscription(payer.token)).plan).toBe('premium');
   });
 
+  it('a plan an admin sets during a trial ends the trial; the sweep leaves that plan alone', async () => {
+    const owner = await app.signUp('trial-admin');
+    expect((await app.request('POST', '/api/v1/user/subscription/trial', { token: owner.token, body: { plan: 'premium' } })).status).toBe(201);
+    const changed = await app.request('PATCH', `/api/v1/admin/owners/${owner.ownerId}`, { token: adminToken, body: { plan: 'enterprise' } });
+    expect(changed.status, changed.text).toBe(200);
+    const sub = await subscription(owner.token);
+    expect(sub).toMatchObject({ plan: 'enterprise', status: 'active', source: 'admin', trialEnd: null, trialAvailable: false });
+
+    // The trial's end passes: the sweep has nothing of this owner's to end.
+    await app.deps.database.db
+      .updateTable('billing_accounts')
+      .set({ trial_end: new Date(Date.now() - 1000) })
+      .where('owner_id', '=', owner.ownerId)
+      .execute();
+    const sweep = await app.request('POST', '/api/v1/cron/trial-expiration', { headers: { authorization: `Bearer ${CRON_SECRET}` } });
+    expect(sweep.status, sweep.text).toBe(200);
+    expect(sweep.body.data.owners.filter((o: { ownerId: string }) => o.ownerId === owner.ownerId)).toEqual([]);
+    expect(await subscription(owner.token)).toMatchObject({ plan: 'enterprise', source: 'admin' });
+    // A change of role only leaves a running trial alone.
+    const other = await app.signUp('trial-role');
+    await app.request('POST', '/api/v1/user/subscription/trial', { token: other.token, body: {} });
+    expect((await app.request('PATCH', `/api/v1/admin/owners/${other.ownerId}`, { token: adminToken, body: { role: 'owner' } })).status).toBe(200);
+    expect(await subscription(other.token)).toMatchObject({ plan: 'premium', status: 'trialing', source: 'trial' });
+  });
+
   it('the sweep needs the cron secret', async () => {
     expect((await app.request('POST', '/api/v1/cron/trial-expiration')).status).toBe(401);
     expect((await app.request('POST', '/api/v1/cron/trial-expiration', { headers: { authorization: 'Bearer wrong-secret-wrong-secret' } })).status).toBe(401);
