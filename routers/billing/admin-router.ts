@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { couponSchema, enterpriseSchema, promotionCodeSchema, stripePageInput } from '../../schema/billing.ts';
-import { queryInt } from '../../schema/common.ts';
+import { queryInt, toIso } from '../../schema/common.ts';
 import { AppError } from '../../schema/errors.ts';
 import { listOwners } from '../auth/repository.ts';
 import { adminProcedure, router } from '../trpc.ts';
@@ -124,7 +124,8 @@ export const billingAdminRouter = router({
             name: owner.name,
             status: state.status,
             source: state.source,
-            currentPeriodEnd: state.source === 'stripe' ? (account?.current_period_end?.toISOString() ?? null) : null,
+            currentPeriodEnd:
+              state.source === 'stripe' ? toIso(account?.current_period_end ?? null) : state.source === 'trial' ? toIso(account?.trial_end ?? null) : null,
             messagesThisMonth: usageOf.get(owner.id)?.messages ?? 0,
             tokensThisMonth: usageOf.get(owner.id)?.tokens ?? 0,
             webhooks: webhooks.get(owner.id) ?? 0,

@@ -105,7 +105,13 @@ export const billingRouter = router({
       const now = new Date();
       const [account, usage] = await Promise.all([repo.findAccount(db, ctx.owner.id), monthUsage(db, ctx.owner.id, now)]);
       const state = planState(account, ctx.owner.plan, now);
-      const fromStripe = state.source === 'stripe' && account?.current_period_start && account.current_period_end;
+      // The period shown: the subscription's, the trial's (start to end), else the calendar month usage counts in.
+      const period =
+        state.source === 'stripe' && account?.current_period_start && account.current_period_end
+          ? { start: account.current_period_start.toISOString(), end: account.current_period_end.toISOString() }
+          : state.source === 'trial' && account?.trial_started_at && account.trial_end
+            ? { start: account.trial_started_at.toISOString(), end: account.trial_end.toISOString() }
+            : { start: usage.periodStart, end: usage.periodEnd };
       return {
         subscription: {
           plan: ctx.owner.plan,
@@ -113,12 +119,8 @@ export const billingRouter = router({
           source: state.source,
           billingConfigured: ctx.deps.stripe !== undefined,
           interval: state.source === 'stripe' ? (account?.billing_interval ?? null) : null,
-          currentPeriodStart: fromStripe ? account.current_period_start!.toISOString() : usage.periodStart,
-          currentPeriodEnd: fromStripe
-            ? account.current_period_end!.toISOString()
-            : state.source === 'trial'
-              ? account!.trial_end!.toISOString()
-              : usage.periodEnd,
+          currentPeriodStart: period.start,
+          currentPeriodEnd: period.end,
           cancelAtPeriodEnd: state.source === 'stripe' ? (account?.cancel_at_period_end ?? false) : false,
           trialEnd: state.source === 'trial' ? toIso(account!.trial_end) : state.source === 'stripe' ? toIso(account?.subscription_trial_end ?? null) : null,
           trialAvailable: trialAvailable(account, ctx.owner.plan),

@@ -393,6 +393,28 @@ describe('trials and the sweep', () => {
     expect(await subscription(other.token)).toMatchObject({ plan: 'premium', status: 'trialing', source: 'trial' });
   });
 
+  it('a trial’s period runs from its start to its end, in the owner’s view and the admin’s', async () => {
+    const owner = await app.signUp('trial-period');
+    const started = await app.request('POST', '/api/v1/user/subscription/trial', { token: owner.token, body: { plan: 'enterprise' } });
+    expect(started.status, started.text).toBe(201);
+    const { trialEnd } = started.body.data.subscription;
+    const sub = await subscription(owner.token);
+    expect(sub).toMatchObject({ source: 'trial', status: 'trialing', currentPeriodEnd: trialEnd, trialEnd });
+    const account = await app.deps.database.db
+      .selectFrom('billing_accounts')
+      .select('trial_started_at')
+      .where('owner_id', '=', owner.ownerId)
+      .executeTakeFirst();
+    expect(sub.currentPeriodStart).toBe(account!.trial_started_at!.toISOString());
+    const list = await app.request('GET', '/api/v1/admin/enterprises?limit=200', { token: adminToken });
+    expect(list.status, list.text).toBe(200);
+    expect(list.body.data.enterprises.find((e: { ownerId: string }) => e.ownerId === owner.ownerId)).toMatchObject({
+      source: 'trial',
+      status: 'trialing',
+      currentPeriodEnd: trialEnd,
+    });
+  });
+
   it('the sweep needs the cron secret', async () => {
     expect((await app.request('POST', '/api/v1/cron/trial-expiration')).status).toBe(401);
     expect((await app.request('POST', '/api/v1/cron/trial-expiration', { headers: { authorization: 'Bearer wrong-secret-wrong-secret' } })).status).toBe(401);
