@@ -7,6 +7,7 @@ import * as repo from './repository.ts';
 import { checkSettings } from './schemas.ts';
 import { clientOf, credentialFor, PLATFORM_PREFIX } from './tokens.ts';
 import { findToolkit } from './toolkits/catalogue.ts';
+import { identifier } from './toolkits/provider-kit.ts';
 import type { Toolkit } from './toolkit.ts';
 
 type Deps = Pick<AppDeps, 'database' | 'secrets' | 'http' | 'config' | 'webhookJobs'>;
@@ -153,7 +154,9 @@ export async function completeAuthorization(deps: Deps, input: { state: string; 
     const reason = toStorable(text);
     return toAccount((await repo.updateAccount(db, account.id, { status: 'FAILED', status_reason: reason, last_error: reason }))!);
   };
-  if (input.error || !input.code) return { account: await fail(`The provider reported ${(input.error ?? 'no code').slice(0, 60)}`) };
+  // RFC 6749's `error` is an ASCII code; anything else in it is the redirect's free text and is not kept.
+  if (input.error || !input.code)
+    return { account: await fail(`The provider reported ${input.error ? (identifier(input.error) ?? 'unknown_error') : 'no code'}`) };
   const client = await clientOf(deps, account.owner_id, account.auth_config_id, account.toolkit);
   if (!client) return { account: await fail('Its auth config was deleted during the authorization') };
   try {

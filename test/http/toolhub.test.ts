@@ -172,6 +172,11 @@ describe('OAuth 2 connection', () => {
     const deniedState = new URL(denied.authorizationUrl).searchParams.get('state')!;
     const refused = await callback({ error: 'access_denied', state: deniedState });
     expect(refused.body.data.account).toMatchObject({ status: 'FAILED', statusReason: 'The provider reported access_denied' });
+    // The redirect's `error` is anyone's text: only an identifier is kept.
+    const scribbled = await connectSlack();
+    const scribbledState = new URL(scribbled.authorizationUrl).searchParams.get('state')!;
+    const odd = await callback({ error: 'access_denied <script>alert(1)</script>', state: scribbledState });
+    expect(odd.body.data.account).toMatchObject({ status: 'FAILED', statusReason: 'The provider reported unknown_error' });
   });
 
   it('refreshes an expired token once, rotating the refresh token, even for two requests at the same time', async () => {
