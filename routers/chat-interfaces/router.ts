@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { AppError } from '../../schema/errors.ts';
-import { deletedSchema, idParam, lookupId, namesNothing, saveWarningsSchema, toIso } from '../../schema/common.ts';
+import { deletedSchema, idParam, lookupId, namesNothing, saveWarningsSchema } from '../../schema/common.ts';
 import { chatInterfaceSchema, createChatInterfaceInput, updateChatInterfaceInput } from '../../schema/chat-interfaces.ts';
 import { rawResponseSchema, uploadedFileSchema } from '../../schema/uploads.ts';
 import type { AppDeps } from '../context.ts';
@@ -14,31 +14,12 @@ import type { Transaction } from 'kysely';
 import type { DB } from '../../db/types.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import { testConnectionProcedure } from './test-connection.ts';
+import { toChatInterface } from './view.ts';
 import { checkAddressAtSave, withWarnings } from '../address-at-save.ts';
 import { cancelUpcomingOfInterface, linkOriginOf, toBooking } from '../bookings/booking-service.ts';
 
 const tags = ['Chat interfaces'];
 const notFound = () => new AppError('NOT_FOUND', 'Chat interface not found');
-
-export function toChatInterface(row: repo.ChatInterfaceRecord) {
-  return {
-    id: row.id,
-    name: row.name,
-    slug: row.slug,
-    configId: row.config_id,
-    endpointUrl: row.endpoint_url,
-    endpointType: row.endpoint_type as z.infer<typeof chatInterfaceSchema>['endpointType'],
-    hasApiKey: row.endpoint_api_key_enc !== null,
-    welcomeMessage: row.welcome_message,
-    placeholder: row.placeholder,
-    primaryColor: row.primary_color,
-    avatarUrl: row.avatar_version > 0 ? `/api/v1/chat-interfaces/${row.id}/avatar?v=${row.avatar_version}` : null,
-    public: row.public,
-    allowedOrigins: row.allowed_origins,
-    createdAt: toIso(row.created_at)!,
-    updatedAt: toIso(row.updated_at)!,
-  };
-}
 
 function slugFrom(name: string) {
   const base = name

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { chatInterfaceSchema } from '../../schema/chat-interfaces.ts';
 import { ownerProcedure, router } from '../trpc.ts';
 import { countKeysByInterface, listOwnedInterfaces } from '../chat-interfaces/repository.ts';
-import { toChatInterface } from '../chat-interfaces/router.ts';
+import { toChatInterface } from '../chat-interfaces/view.ts';
 
 /** Keys shorter than this are masked entirely: showing 7 characters of a 9-character key would all but give it away. */
 const MASK_MIN_REVEALING_LENGTH = 20;

@@ -10,7 +10,7 @@ import { ownerProcedure, router } from '../trpc.ts';
 import { LOCAL_EMBEDDING_MODEL } from '../../adapters/outbound/embeddings/local-embedder.ts';
 import * as repo from './repository.ts';
 import { detachConfig } from '../chat-interfaces/repository.ts';
-import { toChatInterface } from '../chat-interfaces/router.ts';
+import { toChatInterface } from '../chat-interfaces/view.ts';
 import { normaliseTools, toolSettingInput, TOOL_REGISTRY } from './tools-registry.ts';
 import { queueReembedding } from './jobs.ts';
 import { checkAddressAtSave, withWarnings } from '../address-at-save.ts';
