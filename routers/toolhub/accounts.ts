@@ -7,7 +7,7 @@ import * as repo from './repository.ts';
 import { checkSettings } from './schemas.ts';
 import { clientOf, credentialFor, PLATFORM_PREFIX } from './tokens.ts';
 import { findToolkit } from './toolkits/catalogue.ts';
-import { identifier } from './toolkits/provider-kit.ts';
+import { identifier, isObject } from './toolkits/provider-kit.ts';
 import type { Toolkit } from './toolkit.ts';
 
 type Deps = Pick<AppDeps, 'database' | 'secrets' | 'http' | 'config' | 'webhookJobs'>;
@@ -15,8 +15,6 @@ type Deps = Pick<AppDeps, 'database' | 'secrets' | 'http' | 'config' | 'webhookJ
 /** How long an authorization may take between connect and the provider's redirect to our callback. */
 export const STATE_TTL_MS = 10 * 60_000;
 const CHECK_TIMEOUT_MS = 10_000;
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 export function toAccount(row: repo.AccountRow) {
   return {

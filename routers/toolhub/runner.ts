@@ -7,6 +7,7 @@ import { forbiddenSchemaKeyword, validatorOf } from './schemas.ts';
 import * as repo from './repository.ts';
 import { credentialFor } from './tokens.ts';
 import { findToolkit } from './toolkits/catalogue.ts';
+import { isObject } from './toolkits/provider-kit.ts';
 import { CredentialRefusedError, ToolError, type ToolDefinition, type Toolkit } from './toolkit.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 
@@ -76,8 +77,6 @@ export function modelToolNames(rows: ReadonlyArray<{ config_id: string; toolkit:
     return count === 1 ? base : `${base}_${count}`;
   });
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 async function runConnectedTool(
   deps: Pick<AppDeps, 'database' | 'secrets' | 'http' | 'config' | 'webhookJobs'>,

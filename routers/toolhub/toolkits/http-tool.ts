@@ -8,7 +8,7 @@
  */
 import { type GuardedResponse, RESERVED_HEADERS } from '../../../adapters/outbound/http/guarded-client.ts';
 import { type JsonSchema, type ToolContext, ToolError, type Toolkit } from '../toolkit.ts';
-import { unreachable } from './provider-kit.ts';
+import { isObject, unreachable } from './provider-kit.ts';
 
 export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 export type HttpToolMethod = (typeof HTTP_METHODS)[number];
@@ -240,8 +240,4 @@ function appendQuery(params: URLSearchParams, name: string, value: unknown): voi
 
 function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

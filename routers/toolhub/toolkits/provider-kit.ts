@@ -21,8 +21,13 @@ export function unreachable(provider: string, err: unknown): unknown {
   return failure;
 }
 
+/** A JSON object (not an array, not null). */
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 export function asObject(value: unknown): Record<string, unknown> | null {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+  return isObject(value) ? value : null;
 }
 
 /** The answer's JSON object, or null when it is not one. */
