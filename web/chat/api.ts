@@ -124,6 +124,8 @@ async function failure(response: Response): Promise<ApiError> {
 export function createVisitorApi(slug: string, saved: StateStore) {
   const base = `/api/v1/chat/${encodeURIComponent(slug)}`;
   let token: string | null = null;
+  /** When the token stops being accepted (the server's expiresAt, less a minute for clocks and the trip). */
+  let tokenUntil = 0;
 
   async function startSession(): Promise<PublicInterface> {
     const response = await fetch(`${base}/visitor-sessions`, {
@@ -132,8 +134,9 @@ export function createVisitorApi(slug: string, saved: StateStore) {
       body: JSON.stringify(saved.read().resumeToken ? { resumeToken: saved.read().resumeToken } : {}),
     });
     if (!response.ok) throw await failure(response);
-    const { data } = (await response.json()) as { data: { token: string; resumeToken: string | null; interface: PublicInterface } };
+    const { data } = (await response.json()) as { data: { token: string; expiresAt: string; resumeToken: string | null; interface: PublicInterface } };
     token = data.token;
+    tokenUntil = Date.parse(data.expiresAt) - 60_000;
     // A new visitor (the old resume token was unknown) starts without the old conversation.
     if (data.resumeToken) saved.update({ resumeToken: data.resumeToken, sessionId: undefined });
     return data.interface;
@@ -223,9 +226,10 @@ export function createVisitorApi(slug: string, saved: StateStore) {
 
   /** "Talk to a person": a support ticket for the interface's owner, with this conversation attached. */
   async function handOff(request: { name: string; email: string; message: string }): Promise<string> {
+    // The visitor token proves the conversation is this visitor's; an expired one would send the ticket without
+    // it (the form answers alike either way), so one about to expire is renewed first with the resume token.
+    if (saved.read().sessionId && (token === null || Date.now() >= tokenUntil)) await startSession();
     const sessionId = saved.read().sessionId;
-    // The visitor token proves the conversation is this visitor's; without it the ticket comes without it.
-    if (sessionId && token === null) await startSession();
     const response = await fetch('/api/v1/support/contact', {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
