@@ -4,7 +4,7 @@ import { createStreamCleaner, toStorable } from '../../schema/text-input.ts';
 import { createChatCompletion, streamChatCompletion, type ChatMessage, type ChatRequest, type ModelTool } from '../../adapters/outbound/ai/openai-chat.ts';
 import { createMessagesCompletion } from '../../adapters/outbound/ai/messages-chat.ts';
 import type { AiUsage } from '../../adapters/outbound/ai/core/response.ts';
-import type { AiUpstreamError } from '../../adapters/outbound/ai/core/upstream-error.ts';
+import { AiUpstreamError } from '../../adapters/outbound/ai/core/upstream-error.ts';
 import { rethrowUpstream, upstreamAppError } from '../ai-errors.ts';
 import { buildExtractiveAnswer } from './extractive-answer.ts';
 import { countTokens } from '../../adapters/outbound/text/tokens.ts';
@@ -116,10 +116,11 @@ export interface AnswerOptions {
  * The model answers with tools at hand: each round its tool calls run (arguments parsed, failures reported back to
  * it as errors), their results go back as tool messages, and after MAX_TOOL_STEPS rounds it must answer in text.
  *
- * One deadline bounds the whole answer, so that a model and tools each within their own timeouts cannot hold a
- * visitor for minutes: twice the outbound timeout, the last outbound timeout of it kept for the final answer. Tools
- * get only the time before that reserve; once it is spent, the calls left are not run and the model is asked to
- * answer without tools. Every model call gets at most what is left.
+ * One deadline bounds the model's part of the answer, so that a model and tools each within their own timeouts
+ * cannot hold a visitor for minutes: twice the outbound timeout, the last outbound timeout of it kept for the final
+ * answer. The rounds with tools (model calls and tool calls alike) get only the time before that reserve; once it is
+ * spent, the calls left are not run, and a model call offered tools that runs out of it is dropped, and the model is
+ * asked to answer without tools, with the reserve.
  */
 async function answerWithTools(deps: AnswerDeps, config: KbConfigRow, messages: ChatMessage[], tools: ToolRunner, signal?: AbortSignal) {
   const executed: ExecutedToolCall[] = [];
@@ -128,10 +129,22 @@ async function answerWithTools(deps: AnswerDeps, config: KbConfigRow, messages: 
   const reserve = deps.config.OUTBOUND_TIMEOUT_MS;
   const deadline = Date.now() + 2 * reserve;
   const timeForTools = () => deadline - reserve - Date.now();
+  let toolsClosed = false;
   for (let step = 0; ; step++) {
-    const offered = step < MAX_TOOL_STEPS && timeForTools() > 0 ? tools.definitions : [];
-    const timeoutMs = Math.max(1, Math.min(reserve, deadline - Date.now()));
-    const reply = await complete(deps, config, { ...llmRequest(deps, config, conversation, signal), timeoutMs, tools: offered });
+    const toolTime = timeForTools();
+    const offered = !toolsClosed && step < MAX_TOOL_STEPS && toolTime > 0 ? tools.definitions : [];
+    const timeoutMs = offered.length > 0 ? Math.min(reserve, toolTime) : Math.max(1, Math.min(reserve, deadline - Date.now()));
+    let reply: Awaited<ReturnType<typeof complete>>;
+    try {
+      reply = await complete(deps, config, { ...llmRequest(deps, config, conversation, signal), timeoutMs, tools: offered });
+    } catch (error) {
+      // Cut short by the tools' window, not by its own timeout: the final answer, without tools, still has the reserve.
+      if (offered.length > 0 && timeoutMs < reserve && error instanceof AiUpstreamError && error.kind === 'timeout') {
+        toolsClosed = true;
+        continue;
+      }
+      throw error;
+    }
     usage.promptTokens += reply.usage.promptTokens;
     usage.completionTokens += reply.usage.completionTokens;
     usage.totalTokens += reply.usage.totalTokens;

@@ -16,6 +16,8 @@ const OUTBOUND_TIMEOUT_MS = 600;
 let calls: Array<{ name: string; arguments: unknown }> = [];
 const offeredTools: number[] = [];
 const offeredNames: string[][] = [];
+/** How long the model takes to answer each request offered tools, in order (none left: at once). */
+let modelDelays: number[] = [];
 let model: Server;
 let slowTool: Server;
 const slowTimers = new Set<NodeJS.Timeout>();
@@ -90,25 +92,38 @@ beforeAll(async () => {
               })),
             }
           : { role: 'assistant', content: 'Here is what I found.' };
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify({
-          id: 'c',
-          model: 'm',
-          choices: [{ index: 0, message, finish_reason: 'stop' }],
-          usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 },
-        }),
-      );
+      const answer = () => {
+        if (res.destroyed) return;
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            id: 'c',
+            model: 'm',
+            choices: [{ index: 0, message, finish_reason: 'stop' }],
+            usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 },
+          }),
+        );
+      };
+      const delay = request.tools?.length ? (modelDelays.shift() ?? 0) : 0;
+      if (delay === 0) return answer();
+      const timer = setTimeout(() => {
+        slowTimers.delete(timer);
+        answer();
+      }, delay);
+      slowTimers.add(timer);
     });
   });
-  // A tool that takes 5 s to answer: far longer than the whole answer may take.
+  // A tool that takes 5 s to answer (far longer than the whole answer may take), or 50 ms at /fast.
   slowTool = createServer((req, res) => {
     req.resume();
-    const timer = setTimeout(() => {
-      slowTimers.delete(timer);
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end('{"found":true}');
-    }, 5_000);
+    const timer = setTimeout(
+      () => {
+        slowTimers.delete(timer);
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"found":true}');
+      },
+      req.url === '/fast' ? 50 : 5_000,
+    );
     slowTimers.add(timer);
   });
   const [modelUrl, slowToolUrl] = await Promise.all([listen(model), listen(slowTool)]);
@@ -148,7 +163,8 @@ describe('a chat turn with tools', () => {
     // 8 calls of 5 s each, four rounds, would be minutes; the whole answer gets 2 x 600 ms (plus the request's own work).
     expect(elapsed).toBeLessThan(2 * OUTBOUND_TIMEOUT_MS + 4_000);
     const errors = (res.body.toolCalls as Array<{ error?: string }>).map((c) => c.error);
-    expect(errors[0]).toMatch(/^The tool did not answer within 0\.\d s$/);
+    // The first calls time out with what was left of the tools' window; the rest are not run once it is spent.
+    expect(errors[0]).toMatch(/^The tool did not answer within \d+(\.\d)? s$|^Not run: the time for tools in this answer is spent$/);
     expect(errors.at(-1)).toBe('Not run: the time for tools in this answer is spent');
     // The last model call was offered no tools: it answered in text.
     expect(offeredTools.slice(before).at(-1)).toBe(0);
@@ -182,5 +198,19 @@ describe('a chat turn with tools', () => {
     ).toEqual(listed);
     const got = await app.request('GET', `/api/v1/toolhub/enabled-tools?configId=${configId}`, { token: owner.token });
     expect(got.body.data.tools.map((t: { name: string }) => t.name)).toEqual(listed);
+  });
+
+  it("a model call offered tools that outlasts the tools' window is dropped, and the final answer still comes", async () => {
+    const [name] = await enable([await addHttpTool(`${toolUrl}/fast`, { type: 'object' })]);
+    calls = [{ name: name!, arguments: {} }];
+    // The second call, still offered tools after the first round, would run past the tools' window (600 ms).
+    modelDelays = [0, 900];
+    const before = offeredTools.length;
+    const { res } = await visitorChat('Look it up, then again');
+    modelDelays = [];
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.message).toBe('Here is what I found.');
+    expect(res.body.toolCalls).toEqual([{ name, arguments: {}, result: { found: true } }]);
+    expect(offeredTools.slice(before)).toEqual([1, 1, 0]);
   });
 });

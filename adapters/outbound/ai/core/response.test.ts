@@ -65,7 +65,13 @@ describe('createReplyRedactor', () => {
 describe('requestSecrets', () => {
   it('adds the credentials typed into the URL: user, password and the values of parameters named like a key', () => {
     const url = 'https://bot-user:pa%24%24word-123@api.example.com/chat?api_key=query-key-98765&model=gpt-4o-mini&access_token=tok-abcdefgh&sig=s1';
-    expect(requestSecrets('sk-header-key', url)).toEqual(['sk-header-key', 'bot-user', 'pa$$word-123', 'query-key-98765', 'tok-abcdefgh']);
+    expect(requestSecrets('sk-header-key', url)).toEqual(['sk-header-key', 'bot-user', 'pa%24%24word-123', 'pa$$word-123', 'query-key-98765', 'tok-abcdefgh']);
+  });
+
+  it('keeps a value as written and decoded, so an echo of either is caught (`+`, `/` and escapes in base64 keys)', () => {
+    const secrets = requestSecrets(undefined, 'https://h.example/v1?api_key=ab+cd/ef0123==&sig=AbC%2fdef%2bghij');
+    expect(secrets).toEqual(['ab+cd/ef0123==', 'ab cd/ef0123==', 'AbC%2fdef%2bghij', 'AbC/def+ghij']);
+    expect(redactReply('GET /v1?api_key=ab+cd/ef0123==&sig=AbC%2fdef%2bghij', secrets)).toBe('GET /v1?api_key=[redacted]&sig=[redacted]');
   });
 
   it('leaves out ordinary parameters, credentials too short to look for, and URLs that do not parse', () => {

@@ -109,9 +109,15 @@ export function requestSecrets(apiKey: string | undefined, url: string): string[
   } catch {
     return secrets;
   }
-  const candidates = [parsed.username, parsed.password].map(decodedOrSelf);
-  for (const [name, value] of parsed.searchParams) if (CREDENTIAL_PARAMETER.test(name)) candidates.push(value);
-  for (const candidate of candidates) if (candidate.length >= URL_SECRET_MIN_LENGTH) secrets.push(candidate);
+  // Each value both as the owner wrote it and decoded: an echo may carry either (`+` and `%2f` in a base64 key).
+  const candidates = [parsed.username, parsed.password].flatMap((part) => [part, decodedOrSelf(part)]);
+  for (const pair of parsed.search.slice(1).split('&')) {
+    const at = pair.indexOf('=');
+    if (at === -1 || !CREDENTIAL_PARAMETER.test(decodedOrSelf(pair.slice(0, at)))) continue;
+    const raw = pair.slice(at + 1);
+    candidates.push(raw, decodedOrSelf(raw.replaceAll('+', ' ')));
+  }
+  for (const candidate of new Set(candidates)) if (candidate.length >= URL_SECRET_MIN_LENGTH) secrets.push(candidate);
   return secrets;
 }
 
