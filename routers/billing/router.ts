@@ -188,7 +188,11 @@ export const billingRouter = router({
         description:
           'One Stripe customer per owner, created once. `promotionCode` is applied when valid (400 naming the reason when not); without it the Checkout page lets the customer enter one. Return URLs must be on the service’s own origins.',
         protect: true,
-        errorResponses: { 409: 'Already subscribed: change the plan in the customer portal', ...notConfigured, ...providerErrors },
+        errorResponses: {
+          409: 'Already subscribed (change the plan in the customer portal), or the first payment of a subscription is still pending',
+          ...notConfigured,
+          ...providerErrors,
+        },
       },
       successStatus: 201,
     })

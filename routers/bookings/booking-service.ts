@@ -54,11 +54,16 @@ export function toBooking(row: repo.BookingRow) {
 }
 
 /**
+ * The origin the attendee's links point at: only the configured public one, or none (no link in the mail). The
+ * request's Host is not trusted here: anyone could send one naming their own site and have the service mail that
+ * link to a victim.
+ */
+export const linkOriginOf = (ctx: { deps: Pick<AppDeps, 'config'> }) => ctx.deps.config.PUBLIC_ORIGINS[0] ?? null;
+
+/**
  * The attendee's cancellation token is derived from the booking id with the service's key, so the mail job can
  * rebuild the link without the token ever being stored; the database keeps only its hash for the lookup.
  */
-/** Where the attendee's cancel link points: the service's first public origin, or none (no link in the mail). */
-export const linkOriginOf = (ctx: { deps: Pick<AppDeps, 'config'> }) => ctx.deps.config.PUBLIC_ORIGINS[0] ?? null;
 export const cancelTokenOf = (deps: Pick<AppDeps, 'secrets'>, bookingId: string) => `bkc_${deps.secrets.sign('booking-cancel', bookingId)}`;
 export const hashCancelToken = (token: string) => createHash('sha256').update(token).digest('hex');
 
@@ -238,7 +243,7 @@ export async function cancelUpcomingOfInterface(
 ) {
   await repo.lockInterfaceBookings(trx, owner.chatInterfaceId);
   const cancelled: repo.BookingRow[] = [];
-  for (const id of await repo.upcomingBookingIds(trx, owner.ownerId, owner.chatInterfaceId, new Date())) {
+  for (const id of await repo.upcomingBookingIds(trx, owner.ownerId, owner.chatInterfaceId)) {
     const row = await cancelInTransaction(deps, trx, id, { reason: null, by: 'owner', linkOrigin });
     if (row) cancelled.push(row);
   }

@@ -160,7 +160,8 @@ export function bookingMailJobHandlers(deps: AppDeps, cancelTokenOf: (bookingId:
                 summary,
                 description: lines.join('\n'),
                 organizer: { name: ifaceName, email: facts.ownerEmail },
-                attendees: [{ name: attendeeName, email: facts.attendeeEmail }],
+                // The booker's name is their own text: a stranger's calendar shows only the address it was sent to.
+                attendees: [{ name: toAttendee ? facts.attendeeEmail : attendeeName, email: facts.attendeeEmail }],
               }),
             };
       // Stopped before the send began: the job goes back uncounted.

@@ -76,8 +76,12 @@ export const chatBookingTimesSince = (db: Db, chatInterfaceId: string, since: Da
     .orderBy('created_at')
     .execute();
 
-/** An interface's confirmed bookings that have not ended (what deleting the interface cancels first). */
-export const upcomingBookingIds = async (db: Db, ownerId: string, chatInterfaceId: string, now: Date) =>
+/**
+ * An interface's confirmed bookings that have not ended (what deleting the interface cancels first), by the
+ * database's now(): the very rule of the trigger that refuses the delete (migration 0024), within one transaction,
+ * so no booking can fall between the two clocks.
+ */
+export const upcomingBookingIds = async (db: Db, ownerId: string, chatInterfaceId: string) =>
   (
     await db
       .selectFrom('bookings')
@@ -85,7 +89,7 @@ export const upcomingBookingIds = async (db: Db, ownerId: string, chatInterfaceI
       .where('owner_id', '=', ownerId)
       .where('chat_interface_id', '=', chatInterfaceId)
       .where('status', '=', 'confirmed')
-      .where('end_at', '>', now)
+      .where('end_at', '>', sql<Date>`now()`)
       .orderBy('start_at')
       .execute()
   ).map((r) => r.id);

