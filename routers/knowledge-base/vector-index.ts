@@ -32,7 +32,7 @@ export interface VectorQuery {
 
 type VectorRow = Awaited<ReturnType<typeof loadVectorPage>>[number];
 
-interface Matrix {
+export interface Matrix {
   ids: string[];
   dims: number;
   data: Float32Array;
@@ -117,14 +117,34 @@ function toMatrix(rows: VectorRow[]): Matrix {
   return { ids: rows.map((r) => r.chunk_id), dims, data };
 }
 
-/** Vectors are unit length, so the dot product is the cosine similarity. */
-function scoreInto(matrix: Matrix, query: Float32Array, best: TopK) {
+/**
+ * Vectors are unit length, so the dot product is the cosine similarity. Only the query's non-zero dimensions are
+ * multiplied: a hashed query uses a fraction of them, and skipping a zero term leaves each sum bit-identical (the
+ * remaining terms are added in the same ascending order).
+ */
+export function scoreInto(matrix: Matrix, query: Float32Array, best: TopK) {
   const { data, dims, ids } = matrix;
+  const { offsets, weights } = nonZeroTerms(query);
+  const terms = offsets.length;
   for (let row = 0, base = 0; row < ids.length; row++, base += dims) {
     let dot = 0;
-    for (let d = 0; d < dims; d++) dot += data[base + d]! * query[d]!;
+    for (let t = 0; t < terms; t++) dot += data[base + offsets[t]!]! * weights[t]!;
     best.offer(ids[row]!, dot);
   }
+}
+
+/** The query's non-zero dimensions, ascending, and their values. */
+function nonZeroTerms(query: Float32Array): { offsets: Int32Array; weights: Float32Array } {
+  let count = 0;
+  for (let d = 0; d < query.length; d++) if (query[d] !== 0) count++;
+  const offsets = new Int32Array(count);
+  const weights = new Float32Array(count);
+  for (let d = 0, t = 0; d < query.length; d++) {
+    if (query[d] === 0) continue;
+    offsets[t] = d;
+    weights[t++] = query[d]!;
+  }
+  return { offsets, weights };
 }
 
 /**
