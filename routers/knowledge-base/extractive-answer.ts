@@ -20,7 +20,7 @@
  *     best passage first, in their original order inside a passage.
  *  5. Citations are numbered by first appearance; one number per file and page.
  */
-import { analyze, isAnalyzerLanguage, tokenize, type AnalyzerLanguage } from '../../adapters/outbound/text/text-analysis.ts';
+import { analyze, analyzeTokens, isAnalyzerLanguage, tokenize, type AnalyzerLanguage } from '../../adapters/outbound/text/text-analysis.ts';
 
 export interface Passage {
   chunkId: string;
@@ -208,9 +208,9 @@ function analyzedSentences(passage: Passage, analyzer: AnalyzerLanguage): Analyz
   if (cached && cached.text === passage.text) return cached.sentences;
   const sentences: AnalyzedSentence[] = [];
   splitSentences(passage.text).forEach((text, index) => {
-    const terms = new Set(analyze(text, analyzer));
-    if (terms.size === 0) return;
     const words = tokenize(text);
+    const terms = new Set(analyzeTokens(words, analyzer));
+    if (terms.size === 0) return;
     sentences.push({ index, text, key: words.join(' '), terms, words: words.length });
   });
   sentenceCache.delete(cacheKey);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   analyze,
+  analyzeTokens,
   Bm25Index,
   bm25Idf,
   normalizeText,
@@ -52,6 +53,15 @@ describe('analyze', () => {
 
   it('uses no stop words and no stemming for "other"', () => {
     expect(analyze('the running dogs', 'other')).toEqual(['the', 'running', 'dogs']);
+  });
+
+  it("remembers terms per language: one language's stop words and stems never leak into another", () => {
+    for (let round = 0; round < 2; round++) {
+      expect(analyze('the running dogs', 'en')).toEqual(['run', 'dog']);
+      expect(analyze('the running dogs', 'other')).toEqual(['the', 'running', 'dogs']);
+      expect(analyze('los perros corriendo', 'es')).toEqual(analyze('perro corriendo', 'es'));
+      expect(analyzeTokens(tokenize('The running dogs'), 'en')).toEqual(analyze('the running dogs', 'en'));
+    }
   });
 
   it('splits CJK runs into overlapping bigrams', () => {

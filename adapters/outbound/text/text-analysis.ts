@@ -159,36 +159,42 @@ function pushMixedCjk(raw: string, out: string[]): void {
 
 /** The full pipeline (see the file comment). Default language: 'en'. */
 export function analyze(text: string, language: AnalyzerLanguage = DEFAULT_ANALYZER_LANGUAGE): string[] {
-  const stopWords = language === 'other' ? undefined : STOP_WORDS[language];
-  const stem = STEMMERS[language];
-  const stems = stem === undefined ? undefined : stemCacheOf(language);
+  return analyzeTokens(tokenize(text), language);
+}
+
+/** Steps 5-6 on the tokens `tokenize` made: for a caller that needs both the tokens and the terms of a text. */
+export function analyzeTokens(tokens: readonly string[], language: AnalyzerLanguage = DEFAULT_ANALYZER_LANGUAGE): string[] {
+  const terms = termCacheOf(language);
   const out: string[] = [];
-  for (const token of tokenize(text)) {
-    if (stopWords?.has(token)) continue;
-    if (stem === undefined || stems === undefined || !ASCII_WORD.test(token)) {
-      out.push(token);
-      continue;
+  for (const token of tokens) {
+    let term = terms.get(token);
+    if (term === undefined) {
+      term = termOf(token, language);
+      if (terms.size >= TERM_CACHE_ENTRIES) terms.clear();
+      terms.set(token, term);
     }
-    let stemmed = stems.get(token);
-    if (stemmed === undefined) {
-      stemmed = stem(token);
-      if (stems.size >= STEM_CACHE_ENTRIES) stems.clear();
-      stems.set(token, stemmed);
-    }
-    out.push(stemmed);
+    if (term !== null) out.push(term);
   }
   return out;
 }
 
+/** Steps 5-6 for one token: null for a stop word. */
+function termOf(token: string, language: AnalyzerLanguage): string | null {
+  if (language !== 'other' && STOP_WORDS[language].has(token)) return null;
+  const stem = STEMMERS[language];
+  return stem === undefined || !ASCII_WORD.test(token) ? token : stem(token);
+}
+
 /**
- * Stems per language, remembered: a stemmer is a pure function and a vocabulary repeats, so answering builds
- * (which analyse every sentence of fifty passages) mostly look words up. Bounded: emptied when full.
+ * Terms per language and token, remembered: stop words and stemmers are pure functions and a vocabulary repeats,
+ * so answering builds (which analyse every sentence of fifty passages) mostly look words up once. Bounded: emptied
+ * when full.
  */
-const STEM_CACHE_ENTRIES = 50_000;
-const stemCaches = new Map<AnalyzerLanguage, Map<string, string>>();
-function stemCacheOf(language: AnalyzerLanguage) {
-  let cache = stemCaches.get(language);
-  if (!cache) stemCaches.set(language, (cache = new Map()));
+const TERM_CACHE_ENTRIES = 50_000;
+const termCaches = new Map<AnalyzerLanguage, Map<string, string | null>>();
+function termCacheOf(language: AnalyzerLanguage) {
+  let cache = termCaches.get(language);
+  if (!cache) termCaches.set(language, (cache = new Map()));
   return cache;
 }
 
