@@ -1,6 +1,6 @@
 import { initTRPC, TRPCError } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
-import { AppError } from '../schema/errors.ts';
+import { AppError, type ErrorCode } from '../schema/errors.ts';
 import type { Context } from './context.ts';
 import { bearerToken, unauthorized } from './auth/caller.ts';
 import { sameSecret } from '../adapters/outbound/secrets.ts';
@@ -12,8 +12,18 @@ import { PLAN_RULES } from '../schema/plans.ts';
 export type AuthRule = 'public' | 'session' | 'apiKey' | 'sessionOrApiKey' | 'visitor' | 'enterprise' | 'admin' | 'cron' | 'billingSignature';
 export type RateLimitBucket = 'chat' | 'kbQuery' | 'upload' | 'visitorSession' | 'support' | 'default';
 
+/**
+ * The error responses a procedure documents beyond those every operation has, keyed by the code it throws: which
+ * HTTP status a code gets is the inbound adapters' one mapping (adapters/inbound/http-status.ts), not the router's.
+ */
+export type ErrorResponses = Partial<Record<ErrorCode, string>>;
+
+/** trpc-to-openapi's fields, except that errorResponses is keyed by our error codes rather than by HTTP status. */
+type OpenApiFields = Omit<NonNullable<OpenApiMeta['openapi']>, 'errorResponses'> & { errorResponses?: ErrorResponses };
+
 /** What a procedure declares about itself; adapters read it, nothing else decides these things. */
-export type AppMeta = OpenApiMeta<{
+export type AppMeta = {
+  openapi?: OpenApiFields;
   auth?: AuthRule;
   rateLimit?: RateLimitBucket;
   /** HTTP status of success on REST (201 for creates). */
@@ -32,7 +42,7 @@ export type AppMeta = OpenApiMeta<{
   rawBody?: { signatureHeader: string };
   /** REST answer is raw bytes: the output is `{ contentType, body: Uint8Array, cacheControl? }`. */
   rawResponse?: boolean;
-}>;
+};
 
 const t = initTRPC
   .context<Context>()

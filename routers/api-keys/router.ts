@@ -35,7 +35,7 @@ export const apiKeysRouter = router({
         tags,
         summary: 'Create an API key for one chat interface (the key is shown once)',
         protect: true,
-        errorResponses: { 404: 'chatInterfaceId names none of your chat interfaces' },
+        errorResponses: { NOT_FOUND: 'chatInterfaceId names none of your chat interfaces' },
       },
       successStatus: 201,
     })

@@ -19,7 +19,7 @@ export const authRouter = router({
         path: '/api/v1/auth/sign-up',
         tags,
         summary: 'Create an owner account and a session',
-        errorResponses: { 409: 'An account with this email already exists' },
+        errorResponses: { CONFLICT: 'An account with this email already exists' },
       },
       successStatus: 201,
     })
@@ -45,7 +45,7 @@ export const authRouter = router({
         path: '/api/v1/auth/sign-in',
         tags,
         summary: 'Sign in with email and password; returns a session token',
-        errorResponses: { 401: 'Wrong email or password' },
+        errorResponses: { UNAUTHORIZED: 'Wrong email or password' },
       },
     })
     .input(signInInput)

@@ -3,7 +3,7 @@ import { couponSchema, enterpriseSchema, promotionCodeSchema, stripePageInput } 
 import { queryInt, toIso } from '../../schema/common.ts';
 import { AppError } from '../../schema/errors.ts';
 import { listOwners } from '../auth/repository.ts';
-import { adminProcedure, router } from '../trpc.ts';
+import { adminProcedure, type ErrorResponses, router } from '../trpc.ts';
 import { countWebhooksByOwner } from '../webhooks/repository.ts';
 import { toCoupon, toPromotionCode } from './coupons.ts';
 import { planState } from './plan-state.ts';
@@ -13,11 +13,14 @@ import { isResourceMissing } from './stripe-errors.ts';
 
 const tags = ['Admin'];
 const couponIdParam = z.string().trim().min(1).max(200);
+/** What requireStripe and stripeFailure throw; unreachable and refused are both 502, under one text. */
+const providerFailed = 'The payment provider could not be reached or refused the request';
 const stripeErrors = {
-  502: 'The payment provider could not be reached or refused the request',
-  503: 'Billing is not configured on this service (code SERVICE_UNAVAILABLE)',
-  504: 'The payment provider did not answer in time',
-};
+  UPSTREAM_CONNECTION_FAILED: providerFailed,
+  UPSTREAM_ERROR: providerFailed,
+  SERVICE_UNAVAILABLE: 'Billing is not configured on this service (code SERVICE_UNAVAILABLE)',
+  UPSTREAM_TIMEOUT: 'The payment provider did not answer in time',
+} satisfies ErrorResponses;
 const page = <T>(items: T[], hasMore: boolean, idOf: (item: T) => string) => ({
   hasMore,
   nextCursor: hasMore && items.length > 0 ? idOf(items[items.length - 1]!) : null,

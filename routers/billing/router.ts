@@ -19,7 +19,7 @@ import { PLAN_RULES } from '../../schema/plans.ts';
 import { findOwnerById, updateOwnerPlanAndRole } from '../auth/repository.ts';
 import type { Context } from '../context.ts';
 import { monthUsage } from './usage.ts';
-import { billingSignatureProcedure, cronProcedure, ownerProcedure, router } from '../trpc.ts';
+import { billingSignatureProcedure, cronProcedure, type ErrorResponses, ownerProcedure, router } from '../trpc.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import { validateCoupon } from './coupons.ts';
 import { hasPendingOrLiveSubscription, planAfterTrial, planState, trialAvailable } from './plan-state.ts';
@@ -31,11 +31,18 @@ import { callStripe, requireStripe } from './stripe-calls.ts';
 
 const tags = ['Billing'];
 const DAY_MS = 86_400_000;
-const notConfigured = { 503: 'Billing is not configured on this service (code SERVICE_UNAVAILABLE): set STRIPE_SECRET_KEY' };
+const notConfigured = {
+  SERVICE_UNAVAILABLE: 'Billing is not configured on this service (code SERVICE_UNAVAILABLE): set STRIPE_SECRET_KEY',
+} satisfies ErrorResponses;
+/** What stripeFailure makes of a failed Stripe call; unreachable and refused are both 502, under one text. */
+const providerFailed = 'The payment provider could not be reached or refused the request';
 const providerErrors = {
-  502: 'The payment provider could not be reached or refused the request',
-  504: 'The payment provider did not answer in time',
-};
+  UPSTREAM_CONNECTION_FAILED: providerFailed,
+  UPSTREAM_ERROR: providerFailed,
+  UPSTREAM_TIMEOUT: 'The payment provider did not answer in time',
+} satisfies ErrorResponses;
+/** A bad signature and a signed body that is no Stripe event are both 400, under one text. */
+const webhookRefused = 'A bad Stripe-Signature, or a signed body that is not a well-formed Stripe event (details name what is wrong)';
 
 /**
  * What Stripe posts to the webhook, for the document: the REST adapter hands the procedure this body as text (the
@@ -139,7 +146,7 @@ export const billingRouter = router({
         summary: 'Start the one free trial of a paid plan (TRIAL_DAYS long, no card)',
         description: 'Not in the spec’s list: how an owner starts the trial that POST /api/v1/cron/trial-expiration ends. Emits `subscription.created`.',
         protect: true,
-        errorResponses: { 409: 'The trial was already used, or the owner is not on the free plan' },
+        errorResponses: { CONFLICT: 'The trial was already used, or the owner is not on the free plan' },
       },
       successStatus: 201,
     })
@@ -189,7 +196,7 @@ export const billingRouter = router({
           'One Stripe customer per owner, created once. `promotionCode` is applied when valid (400 naming the reason when not); without it the Checkout page lets the customer enter one. Return URLs must be on the service’s own origins.',
         protect: true,
         errorResponses: {
-          409: 'Already subscribed (change the plan in the customer portal), or the first payment of a subscription is still pending',
+          CONFLICT: 'Already subscribed (change the plan in the customer portal), or the first payment of a subscription is still pending',
           ...notConfigured,
           ...providerErrors,
         },
@@ -245,7 +252,7 @@ export const billingRouter = router({
         tags,
         summary: 'A Stripe customer-portal session: change plan, payment method, cancel',
         protect: true,
-        errorResponses: { 409: 'No billing account yet: subscribe through checkout first', ...notConfigured, ...providerErrors },
+        errorResponses: { CONFLICT: 'No billing account yet: subscribe through checkout first', ...notConfigured, ...providerErrors },
       },
       successStatus: 201,
     })
@@ -288,7 +295,8 @@ export const billingRouter = router({
         description:
           'The signature is checked on the raw body with a 300 s tolerance; a bad one is a 400 and changes nothing. A signed body that is not a well-formed event (not a JSON object, no string id or type, or an event we act on without the object fields we read) is a 400 naming what is wrong, and changes nothing. Each event is applied once (a redelivery answers `duplicate`), from the subscription as Stripe shows it now.',
         errorResponses: {
-          400: 'A bad Stripe-Signature, or a signed body that is not a well-formed Stripe event (details name what is wrong)',
+          BAD_REQUEST: webhookRefused,
+          VALIDATION_FAILED: webhookRefused,
           ...notConfigured,
           ...providerErrors,
         },

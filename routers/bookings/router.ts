@@ -141,7 +141,7 @@ export const bookingsRouter = router({
         summary: 'Free slots of a chat interface in a window, in UTC with the local time in the requested zone beside each',
         description: 'Existing bookings and their buffers, minimum notice, the horizon and the day cap are applied. Empty when no availability is set.',
         protect: true,
-        errorResponses: { 404: 'No chat interface of yours has this id' },
+        errorResponses: { NOT_FOUND: 'No chat interface of yours has this id' },
       },
     })
     .input(availableSlotsInput)
@@ -156,7 +156,7 @@ export const bookingsRouter = router({
         tags,
         summary: 'Your bookings by start time, filtered by interface, status and time range',
         protect: true,
-        errorResponses: { 404: 'chatInterfaceId names no chat interface of yours' },
+        errorResponses: { NOT_FOUND: 'chatInterfaceId names no chat interface of yours' },
       },
     })
     .input(listBookingsInput)
@@ -184,7 +184,7 @@ export const bookingsRouter = router({
         description:
           'The start must be one of the available slots; a slot that is not free (taken meanwhile, or never offered) is a 409. Emits `booking.created`.',
         protect: true,
-        errorResponses: { 404: 'No chat interface of yours has this id', 409: 'The slot is not free, or the interface has no availability' },
+        errorResponses: { NOT_FOUND: 'No chat interface of yours has this id', CONFLICT: 'The slot is not free, or the interface has no availability' },
       },
       successStatus: 201,
     })
@@ -212,7 +212,7 @@ export const bookingsRouter = router({
         tags,
         summary: 'The owner books any time (a phone booking), outside the availability rules; never over another booking unless allowOverlap',
         protect: true,
-        errorResponses: { 404: 'No chat interface of yours has this id', 409: 'Another booking overlaps and allowOverlap is false' },
+        errorResponses: { NOT_FOUND: 'No chat interface of yours has this id', CONFLICT: 'Another booking overlaps and allowOverlap is false' },
       },
       successStatus: 201,
     })
@@ -270,7 +270,7 @@ export const bookingsRouter = router({
         tags,
         summary: 'The attendee cancels with the token of the link in their mail (addition; public). Idempotent',
         description: 'The page at /bookings/cancel calls this with the token from its URL fragment. Emits `booking.cancelled` once.',
-        errorResponses: { 404: 'No booking has this token' },
+        errorResponses: { NOT_FOUND: 'No booking has this token' },
       },
     })
     .input(attendeeCancelInput)

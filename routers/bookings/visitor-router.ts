@@ -39,7 +39,10 @@ export const bookingsVisitorRouter = router({
         tags,
         summary: 'Free slots of the interface for its visitor (visitor token; addition)',
         protect: true,
-        errorResponses: { 403: 'The token is for another interface, or this interface does not take bookings', 404: 'No public chat interface has this slug' },
+        errorResponses: {
+          FORBIDDEN: 'The token is for another interface, or this interface does not take bookings',
+          NOT_FOUND: 'No public chat interface has this slug',
+        },
       },
     })
     .input(
@@ -67,9 +70,9 @@ export const bookingsVisitorRouter = router({
           'The booking is confirmed in the conversation named by sessionId (an assistant message whose toolCalls carry it); attendee and owner get the calendar invitation by mail, with a cancellation link for the attendee.',
         protect: true,
         errorResponses: {
-          403: 'The token is for another interface, or this interface does not take bookings',
-          404: 'No public chat interface has this slug, or the session is not one of this visitor',
-          409: 'The slot is not free any more, or this visitor already holds BOOKINGS_PER_VISITOR upcoming bookings here',
+          FORBIDDEN: 'The token is for another interface, or this interface does not take bookings',
+          NOT_FOUND: 'No public chat interface has this slug, or the session is not one of this visitor',
+          CONFLICT: 'The slot is not free any more, or this visitor already holds BOOKINGS_PER_VISITOR upcoming bookings here',
         },
       },
       successStatus: 201,

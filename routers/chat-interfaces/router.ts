@@ -82,7 +82,7 @@ export const chatInterfacesRouter = router({
         tags,
         summary: 'Create a chat interface',
         protect: true,
-        errorResponses: { 404: 'configId names no knowledge base of the caller', 409: 'The slug is taken' },
+        errorResponses: { NOT_FOUND: 'configId names no knowledge base of the caller', CONFLICT: 'The slug is taken' },
       },
       successStatus: 201,
     })
@@ -136,7 +136,7 @@ export const chatInterfacesRouter = router({
         tags,
         summary: 'Update a chat interface (only the fields given)',
         protect: true,
-        errorResponses: { 409: 'The slug is taken' },
+        errorResponses: { CONFLICT: 'The slug is taken' },
       },
     })
     .input(updateChatInterfaceInput)

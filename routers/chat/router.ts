@@ -9,6 +9,9 @@ import * as repo from './repository.ts';
 import { answerChat, prepareChat, streamChat } from './turn.ts';
 
 const tags = ['Chat'];
+/** Every 502 code routers/ai-errors.ts gives an upstream's failure, under one text. */
+const upstreamFailed =
+  "The external endpoint, or the knowledge base's language model or embedding provider, " + 'could not be reached, failed or answered in an invalid format';
 const sessionNotFound = () => new AppError('NOT_FOUND', 'Session not found');
 
 /** Which sessions a caller may read: an owner those of their interfaces, a key those of its interface. */
@@ -34,11 +37,11 @@ export const chatRouter = router({
           'then `{"type":"complete", ...the response fields}`, then `data: [DONE]`.',
         protect: true,
         errorResponses: {
-          502:
-            "The external endpoint, or the knowledge base's language model or embedding provider, " +
-            'could not be reached, failed or answered in an invalid format',
-          503: 'The interface has no backend configured',
-          504: 'The external endpoint took longer than the timeout (30 s)',
+          UPSTREAM_CONNECTION_FAILED: upstreamFailed,
+          UPSTREAM_INVALID_RESPONSE: upstreamFailed,
+          UPSTREAM_ERROR: upstreamFailed,
+          SERVICE_UNAVAILABLE: 'The interface has no backend configured',
+          UPSTREAM_TIMEOUT: 'The external endpoint took longer than the timeout (30 s)',
         },
       },
       flat: true,
@@ -72,7 +75,7 @@ export const chatRouter = router({
         tags,
         summary: "The messages of a session, oldest first (owner session or the interface's API key)",
         protect: true,
-        errorResponses: { 404: 'No such session for this caller' },
+        errorResponses: { NOT_FOUND: 'No such session for this caller' },
       },
       // The spec's limit for chat endpoints covers its whole "Chat and messaging" group.
       rateLimit: 'chat',
@@ -94,7 +97,7 @@ export const chatRouter = router({
         tags,
         summary: 'Add a message to one of your sessions (e.g. an operator reply)',
         protect: true,
-        errorResponses: { 404: 'No such session of yours' },
+        errorResponses: { NOT_FOUND: 'No such session of yours' },
       },
       successStatus: 201,
       rateLimit: 'chat',

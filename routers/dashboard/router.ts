@@ -1,7 +1,7 @@
 import { AppError } from '../../schema/errors.ts';
 import { dashboardInput, dashboardSchema, monitoringSchema, reportRangeInput, UPSTREAM_ERROR_KINDS } from '../../schema/dashboard.ts';
 import { PLAN_RULES } from '../../schema/plans.ts';
-import { ownerProcedure, router } from '../trpc.ts';
+import { type ErrorResponses, ownerProcedure, router } from '../trpc.ts';
 import type { Context } from '../context.ts';
 import { findOwnedInterface, listOwnedInterfaces } from '../chat-interfaces/repository.ts';
 import { documentsByStatus } from '../knowledge-base/repository.ts';
@@ -17,9 +17,9 @@ const tags = ['Dashboard'];
 const TOP_QUESTIONS = 10;
 
 const rangeErrors = {
-  400: 'from or to is not a date or instant, from is after to, or the range covers more than 367 days',
-  404: 'chatInterfaceId names none of your chat interfaces',
-};
+  VALIDATION_FAILED: 'from or to is not a date or instant, from is after to, or the range covers more than 367 days',
+  NOT_FOUND: 'chatInterfaceId names none of your chat interfaces',
+} satisfies ErrorResponses;
 
 /** The interface a report is narrowed to, when one is asked for: another owner's is as unknown as a missing one. */
 async function narrowedInterface(ctx: Context & { owner: { id: string } }, id: string | undefined) {

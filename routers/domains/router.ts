@@ -101,7 +101,7 @@ export const domainsRouter = router({
         description:
           'The hostname is lower-cased and IDNA-converted; IP addresses, localhost, public suffixes and the service’s own hostnames are refused. A hostname another account holds may be added, and is taken over only by proving DNS control (verify).',
         protect: true,
-        errorResponses: { 404: 'chatInterfaceId names none of your chat interfaces', 409: 'You already added this hostname, or have 100 domains' },
+        errorResponses: { NOT_FOUND: 'chatInterfaceId names none of your chat interfaces', CONFLICT: 'You already added this hostname, or have 100 domains' },
       },
       successStatus: 201,
     })
@@ -237,7 +237,7 @@ export const domainsRouter = router({
         summary: 'Serve the chat interface at this verified domain',
         description: 'Emits `domain.activated`.',
         protect: true,
-        errorResponses: { 409: 'The domain is not verified, or its chat interface is not public' },
+        errorResponses: { CONFLICT: 'The domain is not verified, or its chat interface is not public' },
       },
     })
     .input(byId)
@@ -272,7 +272,7 @@ export const domainsRouter = router({
         summary: 'Stop serving at this domain (it stays verified; activate it again at any time)',
         description: 'Emits `domain.deactivated`.',
         protect: true,
-        errorResponses: { 409: 'The domain was never activated (it is pending verification or only verified)' },
+        errorResponses: { CONFLICT: 'The domain was never activated (it is pending verification or only verified)' },
       },
     })
     .input(byId)
@@ -321,7 +321,7 @@ export const domainsRouter = router({
         tags,
         summary: 'The public facts of an active domain (404 otherwise); usable as the `ask` endpoint of on-demand TLS',
         description: 'Answers from a per-instance cache (a few seconds), so edge proxies may call it on every handshake.',
-        errorResponses: { 404: 'No active domain with this hostname' },
+        errorResponses: { NOT_FOUND: 'No active domain with this hostname' },
       },
     })
     .input(domainQueryInput)

@@ -13,7 +13,7 @@ export const errorTrackingRouter = router({
         path: '/api/v1/error-tracking-example-api',
         tags: ['Health'],
         summary: 'Raises a deliberate error to prove error reporting works (always 500)',
-        errorResponses: { 500: 'The deliberate error' },
+        errorResponses: { INTERNAL_ERROR: 'The deliberate error' },
       },
     })
     .input(z.object({}).optional())

@@ -12,7 +12,7 @@ export const healthRouter = router({
         path: '/api/v1/health/hosting',
         tags: ['Health'],
         summary: 'Liveness and database check (503 when the database is down)',
-        errorResponses: { 503: 'Database unreachable' },
+        errorResponses: { SERVICE_UNAVAILABLE: 'Database unreachable' },
       },
     })
     .input(z.object({}).optional())

@@ -68,7 +68,7 @@ export const kbDocumentsRouter = router({
         tags,
         summary: 'Documents of a knowledge base with their processing status',
         protect: true,
-        errorResponses: { 404: 'configId names none of your configurations' },
+        errorResponses: { NOT_FOUND: 'configId names none of your configurations' },
       },
     })
     .input(z.object({ configId: idParam }))
@@ -89,8 +89,8 @@ export const kbDocumentsRouter = router({
         protect: true,
         contentTypes: ['multipart/form-data'],
         errorResponses: {
-          404: 'configId names none of your configurations',
-          409: 'The same content was uploaded before and that document was deleted during this upload: upload it once more',
+          NOT_FOUND: 'configId names none of your configurations',
+          CONFLICT: 'The same content was uploaded before and that document was deleted during this upload: upload it once more',
         },
       },
       multipart: { fileField: 'file', maxBytes: 'plan' },

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { queryInput, queryResultSchema } from '../../schema/knowledge-base.ts';
-import { ownerProcedure, router } from '../trpc.ts';
+import { type ErrorResponses, ownerProcedure, router } from '../trpc.ts';
 import { runParserSelfTest } from '../../adapters/outbound/parsers/self-test.ts';
 import { LOCAL_EMBEDDING_MODEL } from '../../adapters/outbound/embeddings/local-embedder.ts';
 import * as repo from './repository.ts';
@@ -30,11 +30,15 @@ async function* meteredStream(db: Parameters<typeof recordQueryUsage>[0], ownerI
     yield complete;
   }
 }
+/** Every 502 code routers/ai-errors.ts gives an upstream's failure, under one text. */
+const upstreamFailed = 'The embedding provider or language model could not be reached, failed, or answered in an invalid format (details: its reason)';
 const kbQueryErrors = {
-  404: 'configId names none of your configurations',
-  502: 'The embedding provider or language model could not be reached, failed, or answered in an invalid format (details: its reason)',
-  504: 'The embedding provider or language model took longer than its timeout',
-};
+  NOT_FOUND: 'configId names none of your configurations',
+  UPSTREAM_CONNECTION_FAILED: upstreamFailed,
+  UPSTREAM_INVALID_RESPONSE: upstreamFailed,
+  UPSTREAM_ERROR: upstreamFailed,
+  UPSTREAM_TIMEOUT: 'The embedding provider or language model took longer than its timeout',
+} satisfies ErrorResponses;
 
 export const kbQueryRouter = router({
   query: ownerProcedure

@@ -25,8 +25,8 @@ export const leadsRouter = router({
         description: "The fields are checked against the form the interface's lead-capture tool defines. Emits `lead.created`.",
         protect: true,
         errorResponses: {
-          403: 'The visitor token is for another chat interface, or this interface does not collect contact details',
-          404: 'No public chat interface has this slug, or the session is not one of this visitor',
+          FORBIDDEN: 'The visitor token is for another chat interface, or this interface does not collect contact details',
+          NOT_FOUND: 'No public chat interface has this slug, or the session is not one of this visitor',
         },
       },
       successStatus: 201,
@@ -68,7 +68,7 @@ export const leadsRouter = router({
         tags,
         summary: 'Leads left by visitors of your interfaces, newest first, paginated',
         protect: true,
-        errorResponses: { 404: 'chatInterfaceId names no chat interface of yours' },
+        errorResponses: { NOT_FOUND: 'chatInterfaceId names no chat interface of yours' },
       },
     })
     .input(

@@ -29,7 +29,9 @@ export const securityEventsRouter = router({
           'Failed sign-ins, invalid and revoked API keys, refused outbound addresses, bad Stripe signatures, contact-form honeypot hits and rate-limit refusals, ' +
           'recorded as they happen (written every second; counts exact, rows sampled beyond 200 per second and instance).',
         protect: true,
-        errorResponses: { 400: `Invalid parameters (details name the field), from not before to, or a range over ${SECURITY_MONITORING_MAX_DAYS} days` },
+        errorResponses: {
+          VALIDATION_FAILED: `Invalid parameters (details name the field), from not before to, or a range over ${SECURITY_MONITORING_MAX_DAYS} days`,
+        },
       },
     })
     .input(securityMonitoringInput)

@@ -76,7 +76,7 @@ export const supportRouter = router({
         summary: 'Writes to support: to the service’s admins, or with chatInterfaceId to that interface’s owner (a hand-off, with the conversation)',
         description:
           'Answers 202 with the ticket reference; the requester gets a confirmation mail (the reference and fixed text only: the address is not verified), the recipient a notification. The conversation named by sessionId is attached only when the call carries a visitor token of that conversation (Authorization: Bearer); otherwise the ticket has none. Limited per client IP (RATE_LIMIT_SUPPORT) and for everyone together (RATE_LIMIT_SUPPORT_GLOBAL).',
-        errorResponses: { 404: 'No public chat interface has this id or slug' },
+        errorResponses: { NOT_FOUND: 'No public chat interface has this id or slug' },
       },
       successStatus: 202,
       rateLimit: 'support',
@@ -205,7 +205,7 @@ export const supportRouter = router({
         description:
           'open → pending, resolved, closed; pending → open, resolved, closed; resolved → open, closed; closed → open (reopen). Emits `support_ticket.updated`.',
         protect: true,
-        errorResponses: { 403: 'Priority and assignee are for admins', 409: 'That status change is not allowed from the current status' },
+        errorResponses: { FORBIDDEN: 'Priority and assignee are for admins', CONFLICT: 'That status change is not allowed from the current status' },
       },
     })
     .input(updateTicketInput)

@@ -306,7 +306,7 @@ export const toolhubRouter = router({
         tags,
         summary: 'Connects an account: OAuth 2 returns the authorization URL (PKCE S256, single-use state, 10 min); an API key is tested, then stored',
         protect: true,
-        errorResponses: { 404: 'No auth config of yours has this id' },
+        errorResponses: { NOT_FOUND: 'No auth config of yours has this id' },
       },
       successStatus: 201,
     })
@@ -393,9 +393,10 @@ export const toolhubRouter = router({
         summary: 'Re-checks the credential with a test call, then makes the account ACTIVE',
         protect: true,
         errorResponses: {
-          409: 'The authorization is not finished, the credential check failed, or the token could not be refreshed and the account expired (the reason says why)',
-          502: 'The provider refused or failed the token refresh (code UPSTREAM_ERROR)',
-          504: 'Another refresh of this account did not finish in time (code UPSTREAM_TIMEOUT)',
+          CONFLICT:
+            'The authorization is not finished, the credential check failed, or the token could not be refreshed and the account expired (the reason says why)',
+          UPSTREAM_ERROR: 'The provider refused or failed the token refresh (code UPSTREAM_ERROR)',
+          UPSTREAM_TIMEOUT: 'Another refresh of this account did not finish in time (code UPSTREAM_TIMEOUT)',
         },
       },
     })
@@ -430,7 +431,7 @@ export const toolhubRouter = router({
         tags,
         summary: 'Which connected-account tools each knowledge base’s model may call (addition)',
         protect: true,
-        errorResponses: { 404: 'configId names no knowledge base of yours' },
+        errorResponses: { NOT_FOUND: 'configId names no knowledge base of yours' },
       },
     })
     .input(z.object({ configId: idParam.optional().meta({ description: 'Only this knowledge base' }) }))
@@ -450,7 +451,7 @@ export const toolhubRouter = router({
         summary: 'Sets the connected-account tools a knowledge base’s model may call (addition); replaces the list',
         description: 'Offered in chat when the knowledge base has a language model; only ACTIVE accounts are offered.',
         protect: true,
-        errorResponses: { 404: 'No knowledge base of yours has this id' },
+        errorResponses: { NOT_FOUND: 'No knowledge base of yours has this id' },
       },
     })
     .input(

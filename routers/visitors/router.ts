@@ -14,6 +14,8 @@ import { issueVisitorToken } from './token.ts';
 
 const tags = ['Visitors'];
 const RESUME_PREFIX = 'vrt_';
+/** Every 502 code routers/ai-errors.ts gives an upstream's failure, under one text. */
+const upstreamFailed = 'The external endpoint or the language model failed or answered in an invalid format';
 const sessionNotFound = () => new AppError('NOT_FOUND', 'Session not found');
 
 /** A browser page on an origin other than ours (the hosted page's own) must be one the owner allowed. */
@@ -48,7 +50,10 @@ export const visitorsRouter = router({
           'sending it again (200) returns a fresh visitor token for the same visitor and its conversations. The visitor token is ' +
           'short-lived and may only chat with this interface and read its own conversations. A browser page on another site must ' +
           'be on one of the allowed origins.',
-        errorResponses: { 403: 'The request comes from a site that is not allowed to embed this chat', 404: 'No public chat interface has this slug' },
+        errorResponses: {
+          FORBIDDEN: 'The request comes from a site that is not allowed to embed this chat',
+          NOT_FOUND: 'No public chat interface has this slug',
+        },
       },
       successStatus: 201,
       otherSuccess: { status: 200, description: 'The same visitor, resumed with its resume token' },
@@ -99,10 +104,12 @@ export const visitorsRouter = router({
           "the response fields, then `data: [DONE]`. A session id must be one of this visitor's own conversations.",
         protect: true,
         errorResponses: {
-          404: 'No public chat interface has this slug, or the session is not one of this visitor',
-          502: 'The external endpoint or the language model failed or answered in an invalid format',
-          503: 'The interface has no backend configured',
-          504: 'The external endpoint took longer than the timeout (30 s)',
+          NOT_FOUND: 'No public chat interface has this slug, or the session is not one of this visitor',
+          UPSTREAM_CONNECTION_FAILED: upstreamFailed,
+          UPSTREAM_INVALID_RESPONSE: upstreamFailed,
+          UPSTREAM_ERROR: upstreamFailed,
+          SERVICE_UNAVAILABLE: 'The interface has no backend configured',
+          UPSTREAM_TIMEOUT: 'The external endpoint took longer than the timeout (30 s)',
         },
       },
       flat: true,
@@ -125,7 +132,7 @@ export const visitorsRouter = router({
         tags,
         summary: "The messages of one of the visitor's own conversations, oldest first",
         protect: true,
-        errorResponses: { 404: 'No public chat interface has this slug, or the session is not one of this visitor' },
+        errorResponses: { NOT_FOUND: 'No public chat interface has this slug, or the session is not one of this visitor' },
       },
     })
     .input(visitorHistoryInput)
@@ -148,7 +155,7 @@ export const visitorsRouter = router({
         tags,
         summary: "The visitor's own conversations with this interface, most recent first (at most 50)",
         protect: true,
-        errorResponses: { 404: 'No public chat interface has this slug' },
+        errorResponses: { NOT_FOUND: 'No public chat interface has this slug' },
       },
     })
     .input(z.object({ slug: z.string().min(1).max(100) }))

@@ -204,7 +204,7 @@ export const webhooksRouter = router({
         tags,
         summary: 'Re-send a failed delivery now, with the same event id (webhook-id)',
         protect: true,
-        errorResponses: { 409: 'The delivery succeeded already or was never attempted' },
+        errorResponses: { CONFLICT: 'The delivery succeeded already or was never attempted' },
       },
     })
     .input(z.object({ webhookId: idParam, deliveryId: idParam }))
@@ -291,7 +291,7 @@ export const webhooksRouter = router({
         tags,
         summary: 'Replace the signing secret; the old one keeps signing for 24 h',
         protect: true,
-        errorResponses: { 409: 'The secret was rotated concurrently' },
+        errorResponses: { CONFLICT: 'The secret was rotated concurrently' },
       },
       flat: true,
     })

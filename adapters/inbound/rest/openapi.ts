@@ -1,9 +1,10 @@
 import type { AnyRouter } from '@trpc/server';
 import { generateOpenApiDocument } from 'trpc-to-openapi';
-import type { AuthRule } from '../../../routers/trpc.ts';
+import type { AuthRule, ErrorResponses } from '../../../routers/trpc.ts';
 import { z } from 'zod';
-import { ERROR_CODES } from '../../../schema/errors.ts';
+import { ERROR_CODES, type ErrorCode } from '../../../schema/errors.ts';
 import { WEBHOOK_EVENTS } from '../../../schema/webhooks.ts';
+import { HTTP_STATUS } from '../http-status.ts';
 import { buildRouteTable, type RestRoute } from './routes.ts';
 
 const AUTH_LABEL: Record<AuthRule, { code: string; text: string }> = {
@@ -34,7 +35,8 @@ const errorRef = (description: string) => ({
 /**
  * trpc-to-openapi describes each procedure's raw input/output; this rewrites the responses into what the
  * REST adapter really sends: the v1 envelope (or the flat shape), 201 for creates, and our error envelope
- * with the closed list of codes.
+ * with the closed list of codes. The library reads `errorResponses` as keyed by status; what it makes of our
+ * code keys goes with the rest of its responses, all replaced here.
  */
 export function buildOpenApiDocument(router: AnyRouter, info: { title: string; version: string; description: string }) {
   const doc = generateOpenApiDocument(router as never, { title: info.title, version: info.version, description: info.description, baseUrl: '/' }) as any;
@@ -180,8 +182,9 @@ function flatSchema(data: any, schemas: Record<string, any>, where: string) {
 
 /**
  * Every status an operation can answer, derived from what its route declares: its auth rule (401/403), whether it
- * reads a JSON or multipart body (413/415, and 400 for a malformed one), plus the statuses a procedure declares
- * itself in `meta.openapi.errorResponses` (409, upstream 5xx, ...), and 503 where a body is read (the instance's
+ * reads a JSON or multipart body (413/415, and 400 for a malformed one), plus the error codes a procedure declares
+ * itself in `meta.openapi.errorResponses` (CONFLICT, the upstream codes, ...) at the status the one mapping
+ * (adapters/inbound/http-status.ts) gives each, and 503 where a body is read (the instance's
  * body memory budget is full). Every operation can answer 400 (any input, even a query string, is checked for
  * storable text), 404 (what it names, or relies on, is missing or was deleted while it ran), 429 and 500, and what the listener answers
  * before an operation is chosen (403 for plain HTTP, 408, 431). An operation whose output is
@@ -274,16 +277,27 @@ function responsesFor(route: RestRoute, data: any, schemas: Record<string, any>)
     };
   }
   responses['500'] = errorRef('Server error (no internals; quote X-Request-Id)');
-  const declared = meta.openapi?.errorResponses ?? {};
-  const entries: Array<[string, string]> = Array.isArray(declared)
-    ? declared.map((code) => [String(code), 'Error'])
-    : Object.entries(declared).map(([code, text]) => [code, String(text)]);
-  for (const [code, text] of entries) {
+  for (const [status, text] of declaredByStatus(meta.openapi?.errorResponses ?? {})) {
     // A procedure's own 503 (no backend, billing off) does not replace the body budget's: both can happen.
-    const budget = code === '503' && readsBody ? (responses['503'] as { description: string }) : undefined;
-    responses[code] = budget ? { ...budget, description: `${text}; or ${budget.description}` } : errorRef(text);
+    const budget = status === '503' && readsBody ? (responses['503'] as { description: string }) : undefined;
+    responses[status] = budget ? { ...budget, description: `${text}; or ${budget.description}` } : errorRef(text);
   }
   return Object.fromEntries(Object.entries(responses).sort(([a], [b]) => Number(a) - Number(b)));
+}
+
+/**
+ * A procedure's declared error responses by the status each code is answered with. Several codes can share a status
+ * (the UPSTREAM_* failures are all 502), and the document has one response per status: their descriptions are joined,
+ * once each, so codes a procedure throws in the same case can share one text.
+ */
+function declaredByStatus(declared: ErrorResponses): Map<string, string> {
+  const texts = new Map<string, Set<string>>();
+  for (const [code, text] of Object.entries(declared) as Array<[ErrorCode, string | undefined]>) {
+    if (text === undefined) continue;
+    const status = String(HTTP_STATUS[code]);
+    texts.set(status, (texts.get(status) ?? new Set()).add(text));
+  }
+  return new Map([...texts].map(([status, set]) => [status, [...set].join('; or ')]));
 }
 
 const webhookHeaders = [
