@@ -12,7 +12,8 @@ import { browserRunnable as runnable, launchChromium, OUTPUT } from '../helpers/
  * The widget as a visitor meets it, in headless Chromium, truly cross-origin: a customer's site on
  * http://127.0.0.1:A embeds the loader from the service on https://localhost:B. The visitor opens the launcher,
  * asks the knowledge base, sees the answer stream in with its cited file, leaves contact details, reloads and
- * finds the conversation again; a site outside allowedOrigins cannot frame the chat; the chat works with the
+ * finds the conversation again; a hand-off asked for after the visitor token lapsed still brings the owner the
+ * conversation; a site outside allowedOrigins cannot frame the chat; the chat works with the
  * keyboard alone and passes an axe-core audit; nothing is requested from any third host.
  */
 
@@ -25,7 +26,10 @@ let other: { token: string; ownerId: string };
 let serviceOrigin: string;
 let slug: string;
 let interfaceId: string;
+let configId: string;
 const sites: Server[] = [];
+/** The origins a visit may reach: the service's instances and the customer sites; any other host is foreign. */
+const known: string[] = [];
 let allowedSite: string;
 let foreignSite: string;
 
@@ -37,14 +41,16 @@ async function startSite(html: () => string): Promise<string> {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   sites.push(server);
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  known.push(origin);
+  return origin;
 }
 
-const hostPage = (extra = '') => `<!DOCTYPE html>
+const hostPage = (extra = '', origin = serviceOrigin, chatSlug = slug) => `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Acme Outdoor</title></head>
 <body><header><h1>Acme Outdoor</h1><a href="#products">Products</a></header>
 <main><p>Tents, stoves and everything for a night outside.</p></main>
-<script src="${serviceOrigin}/widget.js" data-slug="${slug}" ${extra} async></script>
+<script src="${origin}/widget.js" data-slug="${chatSlug}" ${extra} async></script>
 </body></html>`;
 
 interface Visit {
@@ -59,7 +65,6 @@ interface Visit {
 async function visit(width = 1280, height = 900, context?: BrowserContext): Promise<Visit> {
   const ctx = context ?? (await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width, height } }));
   const foreign: string[] = [];
-  const known = [new URL(serviceOrigin).origin, allowedSite, foreignSite];
   await ctx.route(
     (url) => !known.includes(url.origin) && url.protocol !== 'data:',
     (route) => {
@@ -96,6 +101,19 @@ async function send(frame: Frame, text: string) {
   await expect.poll(() => frame.getByTestId('chat-send').isDisabled(), { timeout: 60_000 }).toBe(false);
 }
 
+/** "Talk to a person" filled in and sent; the ticket reference the visitor is shown. */
+async function handOff(frame: Frame, request: { name: string; email: string; message: string }): Promise<string> {
+  await frame.getByTestId('chat-handoff').click();
+  const form = frame.getByTestId('handoff-form');
+  await form.getByLabel(/name/i).fill(request.name);
+  await form.getByLabel(/e-?mail/i).fill(request.email);
+  await form.getByLabel(/help/i).fill(request.message);
+  await form.locator('button[type="submit"]').click();
+  const sent = frame.getByTestId('handoff-sent');
+  await expect.poll(() => sent.textContent(), { timeout: 15_000 }).toMatch(/T-[0-9A-F]{10}/);
+  return /T-[0-9A-F]{10}/.exec((await sent.textContent()) ?? '')![0];
+}
+
 async function axeAudit(frame: Frame | Page) {
   // Evaluated through the DevTools protocol, which the page's CSP does not govern (no inline script is added).
   await frame.evaluate(AXE_SOURCE);
@@ -115,10 +133,11 @@ beforeAll(async () => {
   if (!runnable) return;
   app = await startTestApp({ RATE_LIMIT_UPLOAD: '100' });
   serviceOrigin = `https://localhost:${new URL(app.url).port}`;
+  known.push(serviceOrigin);
   owner = await app.signUp('widget-owner');
   other = await app.signUp('widget-other');
   const kb = await app.request('POST', '/api/v1/knowledge-base/configs', { token: owner.token, body: { name: 'Outdoor help' } });
-  const configId = kb.body.data.config.id;
+  configId = kb.body.data.config.id;
   await app.request('PATCH', `/api/v1/knowledge-base/configs/${configId}/tools`, {
     token: owner.token,
     body: {
@@ -276,15 +295,7 @@ describe.runIf(runnable)('the widget on a customer site', () => {
     await v.page.goto(allowedSite);
     const frame = await openChat(v.page);
     await send(frame, 'How should I store my tent?');
-    await frame.getByTestId('chat-handoff').click();
-    const form = frame.getByTestId('handoff-form');
-    await form.getByLabel(/name/i).fill('Alan Turing');
-    await form.getByLabel(/e-?mail/i).fill('alan@example.com');
-    await form.getByLabel(/help/i).fill('I would like to speak to someone about a return.');
-    await form.locator('button[type="submit"]').click();
-    const sent = frame.getByTestId('handoff-sent');
-    await expect.poll(() => sent.textContent(), { timeout: 15_000 }).toMatch(/T-[0-9A-F]{10}/);
-    const reference = /T-[0-9A-F]{10}/.exec((await sent.textContent()) ?? '')![0];
+    const reference = await handOff(frame, { name: 'Alan Turing', email: 'alan@example.com', message: 'I would like to speak to someone about a return.' });
     const tickets = await app.request('GET', '/api/v1/support/tickets', { token: owner.token });
     const ticket = tickets.body.data.tickets.find((t: { reference: string }) => t.reference === reference);
     expect(ticket).toMatchObject({ chatInterfaceId: interfaceId, addressedTo: 'owner', requester: { name: 'Alan Turing', email: 'alan@example.com' } });
@@ -294,6 +305,96 @@ describe.runIf(runnable)('the widget on a customer site', () => {
     expect(v.errors).toEqual([]);
     expect(v.cspMessages).toEqual([]);
     await v.context.close();
+  }, 120_000);
+
+  it('a hand-off after the visitor token has lapsed renews it first, so the owner’s ticket still has the conversation', async () => {
+    // Another instance of the service on this database whose visitor tokens last 3 s instead of an hour: the token
+    // the widget holds runs out while the page stays open, as an hour-long one does on a page left open.
+    const peer = await app.startPeer({ VISITOR_TOKEN_TTL_SECONDS: '3' });
+    const v = await visit();
+    try {
+      const peerOrigin = `https://localhost:${new URL(peer.url).port}`;
+      known.push(peerOrigin);
+      let shortSlug = '';
+      const site = await startSite(() => hostPage('', peerOrigin, shortSlug));
+      const created = await app.request('POST', '/api/v1/chat-interfaces', {
+        token: owner.token,
+        body: { name: 'Acme short tokens', configId, public: true, allowedOrigins: [site] },
+      });
+      expect(created.status, created.text).toBe(201);
+      shortSlug = created.body.data.chatInterface.slug;
+
+      // The widget's calls to the service, in the order the browser sends them.
+      const calls: Array<{ method: string; path: string; authorization: string | undefined; body: string | null }> = [];
+      v.page.on('request', (request) => {
+        const url = new URL(request.url());
+        if (url.origin === peerOrigin && url.pathname.startsWith('/api/')) {
+          calls.push({ method: request.method(), path: url.pathname, authorization: request.headers().authorization, body: request.postData() });
+        }
+      });
+      await v.page.goto(site);
+      const frame = await openChat(v.page);
+      await send(frame, 'How should I store my tent?');
+      const held = calls
+        .filter((c) => c.path.endsWith('/visitor-messages'))
+        .at(-1)!
+        .authorization!.replace(/^Bearer /, '');
+      expect(held).toMatch(/^vis_/);
+      // The token the widget holds is refused by now: a hand-off carrying it would come without the conversation.
+      await expect
+        .poll(async () => (await app.request('GET', `/api/v1/chat/${shortSlug}/visitor-conversations`, { token: held })).status, {
+          timeout: 15_000,
+          interval: 250,
+        })
+        .toBe(401);
+
+      const before = calls.length;
+      const reference = await handOff(frame, { name: 'Joan Clarke', email: 'joan@example.com', message: 'My tent smells of mildew; can someone call me?' });
+
+      // The owner's ticket has the conversation.
+      const tickets = await app.request('GET', '/api/v1/support/tickets', { token: owner.token });
+      const ticket = tickets.body.data.tickets.find((t: { reference: string }) => t.reference === reference);
+      expect(ticket).toMatchObject({ addressedTo: 'owner', requester: { email: 'joan@example.com' } });
+      const detail = await app.request('GET', `/api/v1/support/tickets/${ticket.id}`, { token: owner.token });
+      expect(detail.status, detail.text).toBe(200);
+      expect(detail.body.data.transcript?.[0]).toMatchObject({ role: 'user', content: 'How should I store my tent?' });
+
+      // Because the hand-off asked for a fresh token (with the resume token) first and sent the ticket with it.
+      const handOffCalls = calls.slice(before);
+      expect(handOffCalls.map((c) => `${c.method} ${c.path}`)).toEqual([`POST /api/v1/chat/${shortSlug}/visitor-sessions`, 'POST /api/v1/support/contact']);
+      expect(JSON.parse(handOffCalls[0]!.body!)).toHaveProperty('resumeToken');
+      const contact = handOffCalls[1]!;
+      expect(contact.authorization).toMatch(/^Bearer vis_/);
+      expect(contact.authorization).not.toBe(`Bearer ${held}`);
+      const sessionId = JSON.parse(contact.body!).sessionId as string;
+      expect(sessionId).toMatch(/^api_/);
+      expect(ticket.sessionId).toBe(sessionId);
+
+      // Without the renewal: the same hand-off with the token the widget held is answered alike, without the conversation.
+      const stale = await app.request('POST', '/api/v1/support/contact', {
+        token: held,
+        body: {
+          slug: shortSlug,
+          subject: 'Talk to a person',
+          category: 'general',
+          name: 'Joan Clarke',
+          email: 'joan@example.com',
+          message: 'Again',
+          sessionId,
+        },
+      });
+      expect(stale.status, stale.text).toBe(202);
+      const again = await app.request('GET', '/api/v1/support/tickets', { token: owner.token });
+      const staleTicket = again.body.data.tickets.find((t: { reference: string }) => t.reference === stale.body.data.ticket.reference);
+      expect(staleTicket.sessionId).toBeNull();
+      expect((await app.request('GET', `/api/v1/support/tickets/${staleTicket.id}`, { token: owner.token })).body.data.transcript).toBeNull();
+      expect(v.foreign).toEqual([]);
+      expect(v.errors).toEqual([]);
+      expect(v.cspMessages).toEqual([]);
+    } finally {
+      await v.context.close();
+      await peer.stop();
+    }
   }, 120_000);
 
   it('a site outside allowedOrigins cannot frame the chat', async () => {
