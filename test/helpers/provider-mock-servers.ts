@@ -475,6 +475,20 @@ function providerError(route: ProviderRoute, status: number, message: string): u
 // ---------------------------------------------------------------------------
 // Helpers
 
+/**
+ * A server for a test's own scripted endpoint (a model answering as the test needs): `handle` gets each request
+ * with its whole body parsed as JSON.
+ */
+export function jsonRequestServer(handle: (req: http.IncomingMessage, body: any, res: http.ServerResponse) => void): http.Server {
+  return http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (chunk) => {
+      raw += chunk;
+    });
+    req.on('end', () => handle(req, JSON.parse(raw), res));
+  });
+}
+
 export function sendJson(res: http.ServerResponse, status: number, payload: unknown, headers?: Record<string, string>): void {
   sendRaw(res, status, 'application/json', JSON.stringify(payload), headers);
 }

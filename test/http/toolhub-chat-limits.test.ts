@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jsonb } from '../../db/json.ts';
+import { jsonRequestServer } from '../helpers/provider-mock-servers.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 /**
@@ -71,47 +72,40 @@ async function visitorChat(message: string) {
 }
 
 beforeAll(async () => {
-  model = createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk) => {
-      body += chunk;
-    });
-    req.on('end', () => {
-      const request = JSON.parse(body);
-      offeredTools.push(request.tools?.length ?? 0);
-      offeredNames.push((request.tools ?? []).map((t: { function: { name: string } }) => t.function.name));
-      const message =
-        request.tools?.length && calls.length > 0
-          ? {
-              role: 'assistant',
-              content: null,
-              tool_calls: calls.map((c, i) => ({
-                id: `call_${offeredTools.length}_${i}`,
-                type: 'function',
-                function: { name: c.name, arguments: JSON.stringify(c.arguments) },
-              })),
-            }
-          : { role: 'assistant', content: 'Here is what I found.' };
-      const answer = () => {
-        if (res.destroyed) return;
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(
-          JSON.stringify({
-            id: 'c',
-            model: 'm',
-            choices: [{ index: 0, message, finish_reason: 'stop' }],
-            usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 },
-          }),
-        );
-      };
-      const delay = request.tools?.length ? (modelDelays.shift() ?? 0) : 0;
-      if (delay === 0) return answer();
-      const timer = setTimeout(() => {
-        slowTimers.delete(timer);
-        answer();
-      }, delay);
-      slowTimers.add(timer);
-    });
+  model = jsonRequestServer((req, request, res) => {
+    offeredTools.push(request.tools?.length ?? 0);
+    offeredNames.push((request.tools ?? []).map((t: { function: { name: string } }) => t.function.name));
+    const message =
+      request.tools?.length && calls.length > 0
+        ? {
+            role: 'assistant',
+            content: null,
+            tool_calls: calls.map((c, i) => ({
+              id: `call_${offeredTools.length}_${i}`,
+              type: 'function',
+              function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+            })),
+          }
+        : { role: 'assistant', content: 'Here is what I found.' };
+    const answer = () => {
+      if (res.destroyed) return;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          id: 'c',
+          model: 'm',
+          choices: [{ index: 0, message, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 },
+        }),
+      );
+    };
+    const delay = request.tools?.length ? (modelDelays.shift() ?? 0) : 0;
+    if (delay === 0) return answer();
+    const timer = setTimeout(() => {
+      slowTimers.delete(timer);
+      answer();
+    }, delay);
+    slowTimers.add(timer);
   });
   // A tool that takes 5 s to answer (far longer than the whole answer may take), or 50 ms at /fast.
   slowTool = createServer((req, res) => {

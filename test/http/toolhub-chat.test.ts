@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jsonRequestServer } from '../helpers/provider-mock-servers.ts';
 import { startSlackServer, type ProviderServer } from '../helpers/provider-servers.ts';
 import { jsonb } from '../../db/json.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
@@ -35,57 +36,50 @@ let slug: string;
 let accountId: string;
 
 async function startModel() {
-  model = createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk) => {
-      body += chunk;
-    });
-    req.on('end', () => {
-      const request = JSON.parse(body);
-      if (req.url === '/v1/messages') {
-        // The messages format: tool_use blocks out, tool_result blocks back in a user turn.
-        messagesSeen.push({ headers: req.headers, body: request });
-        const next = request.tools?.length ? script.shift() : undefined;
-        const content = next?.toolCalls
-          ? next.toolCalls.map((c, i) => ({ type: 'tool_use', id: `toolu_${messagesSeen.length}_${i}`, name: c.name, input: c.arguments }))
-          : [{ type: 'text', text: next?.text ?? 'Posted, messages-style.' }];
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(
-          JSON.stringify({
-            id: 'msg',
-            type: 'message',
-            role: 'assistant',
-            model: 'claude-like',
-            content,
-            stop_reason: next?.toolCalls ? 'tool_use' : 'end_turn',
-            usage: { input_tokens: 12, output_tokens: 6 },
-          }),
-        );
-        return;
-      }
-      seen.push({ tools: request.tools, messages: request.messages });
+  model = jsonRequestServer((req, request, res) => {
+    if (req.url === '/v1/messages') {
+      // The messages format: tool_use blocks out, tool_result blocks back in a user turn.
+      messagesSeen.push({ headers: req.headers, body: request });
       const next = request.tools?.length ? script.shift() : undefined;
-      const message = next?.toolCalls
-        ? {
-            role: 'assistant',
-            content: null,
-            tool_calls: next.toolCalls.map((c, i) => ({
-              id: `call_${seen.length}_${i}`,
-              type: 'function',
-              function: { name: c.name, arguments: JSON.stringify(c.arguments) },
-            })),
-          }
-        : { role: 'assistant', content: next?.text ?? 'Done: I posted it.' };
+      const content = next?.toolCalls
+        ? next.toolCalls.map((c, i) => ({ type: 'tool_use', id: `toolu_${messagesSeen.length}_${i}`, name: c.name, input: c.arguments }))
+        : [{ type: 'text', text: next?.text ?? 'Posted, messages-style.' }];
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(
         JSON.stringify({
-          id: 'cmpl',
-          model: 'tool-model',
-          choices: [{ index: 0, message, finish_reason: next?.toolCalls ? 'tool_calls' : 'stop' }],
-          usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+          id: 'msg',
+          type: 'message',
+          role: 'assistant',
+          model: 'claude-like',
+          content,
+          stop_reason: next?.toolCalls ? 'tool_use' : 'end_turn',
+          usage: { input_tokens: 12, output_tokens: 6 },
         }),
       );
-    });
+      return;
+    }
+    seen.push({ tools: request.tools, messages: request.messages });
+    const next = request.tools?.length ? script.shift() : undefined;
+    const message = next?.toolCalls
+      ? {
+          role: 'assistant',
+          content: null,
+          tool_calls: next.toolCalls.map((c, i) => ({
+            id: `call_${seen.length}_${i}`,
+            type: 'function',
+            function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+          })),
+        }
+      : { role: 'assistant', content: next?.text ?? 'Done: I posted it.' };
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(
+      JSON.stringify({
+        id: 'cmpl',
+        model: 'tool-model',
+        choices: [{ index: 0, message, finish_reason: next?.toolCalls ? 'tool_calls' : 'stop' }],
+        usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+      }),
+    );
   });
   await new Promise<void>((resolve) => model.listen(0, '127.0.0.1', resolve));
   modelUrl = `http://127.0.0.1:${(model.address() as AddressInfo).port}`;
