@@ -1,13 +1,14 @@
 import ICAL from 'ical.js';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startSmtpServer, type TestSmtpServer } from '../helpers/smtp-server.ts';
-import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { startTestApp, type TestApp, type TestResponse } from '../helpers/test-app.ts';
 import { startWebhookReceiver, verifyDelivery, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 
 /**
  * Bookings' audit findings, through the real listener with a real SMTP server: deleting an interface cancels its
- * upcoming bookings (mail and event) and nothing deletes them silently, the caps on anonymous visitors' bookings,
+ * upcoming bookings (mail and event) and nothing deletes them silently, both judging "upcoming" by the database's
+ * clock (a booking starting in seconds, the service's clock ahead), the caps on anonymous visitors' bookings,
  * the attendee's mail without the booker's free text, no reminder with BOOKING_REMINDER_MINUTES=0, the slot cap,
  * one-line phones and no manual bookings in the past.
  */
@@ -134,6 +135,43 @@ describe('deleting an interface', () => {
     // Once cancelled, nothing holds it.
     await app.request('POST', `/api/v1/bookings/${booked.body.data.booking.id}/cancel`, { token: a.token, body: {} });
     await sql`delete from chat_interfaces where id = ${iface.id}`.execute(db);
+  });
+
+  it('a booking starting in seconds is judged by the database’s clock alone: SQL is refused, the API delete cancels it', async () => {
+    const iface = await bookableInterface('Imminent desk');
+    // It begins in 3 s and lasts a minute: upcoming, by the database's now(), until it ends.
+    const start = new Date(Date.now() + 3_000);
+    const booked = await app.request('POST', '/api/v1/bookings/manual', {
+      token: a.token,
+      body: {
+        chatInterfaceId: iface.id,
+        start: start.toISOString(),
+        end: new Date(start.getTime() + 60_000).toISOString(),
+        attendee: { name: 'Just In Time', email: 'imminent@example.com' },
+      },
+    });
+    expect(booked.status, booked.text).toBe(201);
+    const id = booked.body.data.booking.id as string;
+    const db = app.deps.database.db;
+    await expect(sql`delete from chat_interfaces where id = ${iface.id}`.execute(db)).rejects.toThrow(/upcoming bookings/);
+
+    // The service's host runs ten minutes ahead of the database's (two hosts' clocks drift; exaggerated so that a
+    // loaded machine cannot blur it): by the service's clock the booking is over, by the database's it is not. The
+    // delete must cancel it, as the trigger counts it; choosing by the service's clock left it to the trigger: a 500.
+    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true, now: Date.now() + 10 * 60_000 });
+    let deleted: TestResponse;
+    try {
+      deleted = await app.request('DELETE', `/api/v1/chat-interfaces/${iface.id}`, { token: a.token });
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(deleted.status, deleted.text).toBe(200);
+    expect(deleted.body.data).toEqual({ deleted: true, id: iface.id });
+    expect(await db.selectFrom('chat_interfaces').select('id').where('id', '=', iface.id).execute()).toEqual([]);
+    expect(await db.selectFrom('bookings').select('id').where('id', '=', id).execute()).toEqual([]);
+    // Cancelled in the deleting transaction, not dropped silently: the attendee's calendar hears of it.
+    const [cancel] = await smtp.waitFor((m) => m.envelope.to.includes('imminent@example.com') && m.parsed.subject?.startsWith('Cancelled:') === true);
+    expect(calendarOf(cancel!)).toMatchObject({ method: 'CANCEL', uid: `${id}@chat-interface-service`, sequence: 1 });
   });
 });
 
