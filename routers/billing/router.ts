@@ -199,6 +199,7 @@ export const billingRouter = router({
           CONFLICT: 'Already subscribed (change the plan in the customer portal), or the first payment of a subscription is still pending',
           ...notConfigured,
           ...providerErrors,
+          UPSTREAM_INVALID_RESPONSE: 'The payment provider returned no checkout page',
         },
       },
       successStatus: 201,
