@@ -10,20 +10,19 @@ import type { Readable } from 'node:stream';
 import type { GuardedHttpClient } from '../http/guarded-client.ts';
 import { countTokens } from '../text/tokens.ts';
 import {
-  isRecord,
   parseJson,
   readCapped,
   readOpenAiUsage,
   readPath,
   redactKey,
   redactReply,
-  reportedErrorText,
   requestSecrets,
   createReplyRedactor,
   upstreamExcerpt,
   type AiUsage,
 } from './core/response.ts';
-import { invalidResponse as coreInvalidResponse, reportedError, statusError, transportError } from './core/upstream-error.ts';
+import { OPENAI_STREAM_DONE, openAiReportedError, readOpenAiStreamChunk } from './core/openai-stream.ts';
+import { invalidResponse as coreInvalidResponse, statusError, transportError } from './core/upstream-error.ts';
 import { SseParser, type SseEvent } from './sse.ts';
 
 export interface ChatMessage {
@@ -158,6 +157,7 @@ export async function* streamChatCompletion(http: GuardedHttpClient, req: ChatRe
     const parser = new SseParser();
     // Deltas go through the redactor, which holds back only an end that may begin a secret.
     const redactor = createReplyRedactor(secretsOf(req));
+    const excerpt = excerpter(req);
     let text = '';
     let reported: AiUsage | null = null;
     let sawChunk = false;
@@ -165,21 +165,20 @@ export async function* streamChatCompletion(http: GuardedHttpClient, req: ChatRe
 
     const handle = (event: SseEvent): string | null => {
       const data = event.data.trim();
-      if (data === '[DONE]') {
+      if (data === '') return null;
+      const parsed = data === OPENAI_STREAM_DONE ? data : parseJson(data);
+      if (parsed === undefined) throw invalidResponse('the language-model provider sent a stream event that is not JSON');
+      const chunk = readOpenAiStreamChunk(parsed, 'language_model', excerpt);
+      if (chunk.kind === 'done') {
         finished = true;
         return null;
       }
-      if (data === '') return null;
-      const parsed = parseJson(data);
-      if (parsed === undefined) throw invalidResponse('the language-model provider sent a stream event that is not JSON');
-      const providerError = embeddedError(req, parsed);
-      if (providerError !== null) throw providerError;
+      // Any JSON event, an object or not, shows a provider that answers: only a stream without one is invalid.
       sawChunk = true;
-      reported = readOpenAiUsage(parsed) ?? reported;
-      const choice = firstChoice(parsed);
-      const content = choice === null ? undefined : (readPath(choice, ['delta', 'content']) ?? readPath(choice, ['message', 'content']));
-      if (typeof content !== 'string' || content === '') return null;
-      const visible = redactor.push(content);
+      if (chunk.kind === 'other') return null;
+      reported = chunk.usage ?? reported;
+      if (chunk.text === null) return null;
+      const visible = redactor.push(chunk.text);
       return visible === '' ? null : visible;
     };
 
@@ -263,6 +262,11 @@ const redacter =
   (text: string): string =>
     redactKey(text, secretsOf(req));
 
+const excerpter =
+  (req: ChatRequest) =>
+  (text: string): string =>
+    upstreamExcerpt(text, secretsOf(req));
+
 function httpError(req: ChatRequest, status: number, headers: Record<string, string | string[] | undefined>, bodyText: string) {
   const retryAfter = headers['retry-after'];
   return statusError('language_model', status, upstreamExcerpt(bodyText, secretsOf(req)), Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
@@ -272,18 +276,11 @@ function invalidResponse(reason: string, detail?: string) {
   return coreInvalidResponse('language_model', reason, detail);
 }
 
-/** A provider error carried in a 2xx body or an SSE event (`{"error": ...}`); a body with choices is an answer. */
-function embeddedError(req: ChatRequest, parsed: unknown) {
-  if (isRecord(parsed) && 'choices' in parsed) return null;
-  const raw = reportedErrorText(parsed);
-  return raw === null ? null : reportedError('language_model', upstreamExcerpt(raw, secretsOf(req)));
-}
-
 /** A whole (non-streamed) reply: its JSON and message text, or the failure it is. */
 function completeReply(req: ChatRequest, bodyText: string): { json: unknown; text: string; toolCalls: ModelToolCall[] } {
   const json = parseJson(bodyText);
   if (json === undefined) throw invalidResponse('the language-model provider did not return JSON', upstreamExcerpt(bodyText, secretsOf(req)));
-  const providerError = embeddedError(req, json);
+  const providerError = openAiReportedError(json, 'language_model', excerpter(req));
   if (providerError !== null) throw providerError;
   const toolCalls = req.tools?.length ? messageToolCalls(json) : [];
   const text = messageText(json) ?? (toolCalls.length > 0 ? '' : null);
