@@ -13,6 +13,7 @@
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type { GuardedHttpClient } from '../../http/guarded-client.ts';
+import { OPENAI_STREAM_DONE } from '../core/openai-stream.ts';
 import { createReplyRedactor, readCapped, redactKey, redactReply, requestSecrets, upstreamExcerpt } from '../core/response.ts';
 import { statusError, transportError, type AiUpstreamError } from '../core/upstream-error.ts';
 import { parseSse } from '../sse.ts';
@@ -187,7 +188,7 @@ async function* sseJsonEvents(body: Readable): AsyncGenerator<{ event: string; d
   for await (const event of parseSse(body as AsyncIterable<Buffer>)) {
     const data = event.data.trim();
     if (data === '') continue;
-    if (data === '[DONE]') {
+    if (data === OPENAI_STREAM_DONE) {
       yield { event: event.event, data };
       continue;
     }

@@ -3,6 +3,7 @@
  * and usage extraction, and the per-type handling of streamed events.
  */
 import { type AiUpstreamError, invalidResponse as coreInvalidResponse, reportedError } from '../core/upstream-error.ts';
+import { readOpenAiStreamChunk } from '../core/openai-stream.ts';
 import { isCount, isRecord, readOpenAiUsage, readPath, reportedErrorText, usageOf, type AiUsage } from '../core/response.ts';
 import type { ConnectorRequest, EndpointType } from './types.ts';
 
@@ -307,20 +308,15 @@ export function createStreamHandler(type: Exclude<EndpointType, 'generic'>, exce
   }
 }
 
-/** `data: {"choices":[{"delta":{"content":...}}]}` chunks, an optional usage chunk, `data: [DONE]`. */
+/** `data: {"choices":[{"delta":{"content":...}}]}` chunks, an optional usage chunk, `data: [DONE]`, read as the language model's are. */
 class OpenAiStream extends StreamHandler {
   handle(_event: string, data: unknown): string | null {
-    if (data === '[DONE]') {
-      this.finished = true;
-      return null;
-    }
-    const error = isRecord(data) && 'choices' in data ? null : embeddedError(data, this.excerpt);
-    if (error !== null) throw error;
-    if (!isRecord(data)) return null;
+    const chunk = readOpenAiStreamChunk(data, 'endpoint', this.excerpt);
+    if (chunk.kind === 'done') this.finished = true;
+    if (chunk.kind !== 'chunk') return null;
     this.sawData = true;
-    this.usage = readUsage('openai', data) ?? this.usage;
-    const content = readPath(data, ['choices', 0, 'delta', 'content']) ?? readPath(data, ['choices', 0, 'message', 'content']);
-    return typeof content === 'string' && content !== '' ? content : null;
+    this.usage = chunk.usage ?? this.usage;
+    return chunk.text;
   }
 }
 
