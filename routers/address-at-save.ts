@@ -1,4 +1,5 @@
-import { OutboundError, type GuardedHttpClient } from '../adapters/outbound/http/guarded-client.ts';
+import type { GuardedHttpClient } from '../adapters/outbound/http/guarded-client.ts';
+import { OutboundError } from '../adapters/outbound/http/outbound-error.ts';
 
 /**
  * The save-time look at an outbound URL (webhook receivers, chat endpoints, knowledge-base providers). A literal

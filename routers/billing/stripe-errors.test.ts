@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { OutboundError } from '../../adapters/outbound/http/guarded-client.ts';
+import { OutboundError } from '../../adapters/outbound/http/outbound-error.ts';
 import { AppError } from '../../schema/errors.ts';
 import { stripeFailure } from './stripe-errors.ts';
 

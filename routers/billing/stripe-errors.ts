@@ -1,5 +1,5 @@
 import { isStripeError } from '../../adapters/outbound/billing/stripe-client.ts';
-import { OutboundError } from '../../adapters/outbound/http/guarded-client.ts';
+import { OutboundError } from '../../adapters/outbound/http/outbound-error.ts';
 import { AppError } from '../../schema/errors.ts';
 
 /** Stripe answered 404 resource_missing: the object does not exist (or no longer does). */

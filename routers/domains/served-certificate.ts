@@ -1,6 +1,6 @@
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import { X509Certificate } from 'node:crypto';
-import { OutboundError } from '../../adapters/outbound/http/guarded-client.ts';
+import { OutboundError } from '../../adapters/outbound/http/outbound-error.ts';
 import type { AppDeps } from '../context.ts';
 
 /** The facts of a certificate that ssl-status reports, whichever mode produced it. */

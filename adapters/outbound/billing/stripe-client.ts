@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import type Stripe from 'stripe';
-import { type GuardedHttpClient, type GuardedResponse, OutboundError } from '../http/guarded-client.ts';
+import type { GuardedHttpClient, GuardedResponse } from '../http/guarded-client.ts';
+import { OutboundError } from '../http/outbound-error.ts';
 
 export type { Stripe };
 

@@ -3,7 +3,9 @@ import type { AddressInfo } from 'node:net';
 import type { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createGuardedHttpClient, createPinnedLookup, OutboundError, type OutboundErrorKind } from './guarded-client.ts';
+import { createGuardedHttpClient } from './guarded-client.ts';
+import { OutboundError, type OutboundErrorKind } from './outbound-error.ts';
+import { createPinnedLookup } from './pinned-agents.ts';
 
 // DNS is faked so no test ever queries a real resolver. Only 'localhost'
 // falls through to the system lookup (answered from /etc/hosts).

@@ -1,4 +1,5 @@
-import { type GuardedResponse, OutboundError } from '../../../adapters/outbound/http/guarded-client.ts';
+import type { GuardedResponse } from '../../../adapters/outbound/http/guarded-client.ts';
+import { OutboundError } from '../../../adapters/outbound/http/outbound-error.ts';
 import { ToolError } from '../toolkit.ts';
 
 /** Helpers every provider's toolkit shares: reading answers safely and wording failures for owners and models. */

@@ -5,7 +5,7 @@
  * (the upstream's excerpt or the transport's cause) never hold the API key, but may hold what the upstream
  * said, so neither is for visitors.
  */
-import { OutboundError } from '../../http/guarded-client.ts';
+import { OutboundError } from '../../http/outbound-error.ts';
 
 export type AiSource = 'endpoint' | 'language_model' | 'embeddings';
 
