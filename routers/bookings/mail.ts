@@ -6,7 +6,7 @@ import { InvalidMailError } from '../../adapters/outbound/mail/mailer.ts';
 import { findOwnerById } from '../auth/repository.ts';
 import { findOwnedInterface } from '../chat-interfaces/repository.ts';
 import type { AppDeps } from '../context.ts';
-import { CountedAttemptError, type JobHandler, PermanentJobError } from '../jobs/queue.ts';
+import { CountedAttemptError, type JobHandler, PermanentJobError } from '../jobs/handler.ts';
 import * as repo from './repository.ts';
 
 export const BOOKING_MAIL_JOB = 'booking.mail';

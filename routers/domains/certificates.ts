@@ -2,7 +2,7 @@ import { parse } from 'tldts';
 import type { DnsLookup } from '../../adapters/outbound/dns/resolver.ts';
 import { createAccountKey, orderCertificate } from '../../adapters/outbound/acme/acme-client.ts';
 import type { AppDeps } from '../context.ts';
-import { type JobHandler, PermanentJobError } from '../jobs/queue.ts';
+import { type JobHandler, PermanentJobError } from '../jobs/handler.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import * as certs from './certificate-repository.ts';
 import * as repo from './repository.ts';

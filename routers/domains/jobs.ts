@@ -1,5 +1,5 @@
 import type { AppDeps } from '../context.ts';
-import type { JobHandler } from '../jobs/queue.ts';
+import type { JobHandler } from '../jobs/handler.ts';
 import { inspectDns } from './dns-check.ts';
 import * as repo from './repository.ts';
 import { applyDnsReport } from './verification.ts';

@@ -6,7 +6,8 @@ import { openPGlite, openPostgres, type Database } from '../../db/database.ts';
 import { migrateToLatest } from '../../db/migrate.ts';
 import type { DB } from '../../db/types.ts';
 import { createLogger } from '../../adapters/outbound/logger.ts';
-import { batchJobHandler, createJobQueue, PermanentJobError, type Job, type JobContext, type JobQueue } from './queue.ts';
+import { batchJobHandler, PermanentJobError, type Job, type JobContext } from './handler.ts';
+import { createJobQueue, type JobQueue } from './queue.ts';
 import { claimJobs } from './repository.ts';
 
 /**

@@ -2,8 +2,9 @@ import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { DB } from '../../db/types.ts';
 
 /**
- * The SQL of the job queue (queue.ts runs the jobs). A claim is identified by (locked_by, attempts): every write
- * for a claim is conditional on both, so a worker that lost its lease never overwrites its successor's state.
+ * The SQL of the job queue (queue.ts claims the jobs, runner.ts runs them). A claim is identified by (locked_by,
+ * attempts): every write for a claim is conditional on both, so a worker that lost its lease never overwrites its
+ * successor's state.
  * Times that matter (run_at, lease_until) come from the database clock, never the process's.
  */
 

@@ -3,7 +3,7 @@ import { countActivity } from '../dashboard/repository.ts';
 import type { AppDeps } from '../context.ts';
 import { ParseError } from '../../adapters/outbound/parsers/parse-error.ts';
 import type { PreparedChunk } from '../../adapters/outbound/parsers/prepare.ts';
-import type { Job, JobContext } from '../jobs/queue.ts';
+import type { Job, JobContext } from '../jobs/handler.ts';
 import type { AnalyzerLanguage } from '../../adapters/outbound/text/text-analysis.ts';
 import type { ChunkAnalysis } from '../../adapters/outbound/text/chunk-analysis.ts';
 import { documentEmbedderFor } from './embedders.ts';

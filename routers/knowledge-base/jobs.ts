@@ -1,7 +1,8 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { DB } from '../../db/types.ts';
 import type { AppDeps } from '../context.ts';
-import { batchJobHandler, type Job, type JobHandler, type JobQueue } from '../jobs/queue.ts';
+import { batchJobHandler, type Job, type JobHandler } from '../jobs/handler.ts';
+import type { JobQueue } from '../jobs/queue.ts';
 import { failDocument, ingestDocuments, INGEST_BATCH, type IngestPayload } from './ingest.ts';
 import { failEmbeddingSwitchWithEvent, reembedConfig, type ReembedPayload } from './reembed.ts';
 import { findOrphanedDocuments, findStalledEmbeddingSwitches } from './repository.ts';

@@ -1,5 +1,5 @@
 import type { AppDeps } from '../context.ts';
-import type { Job, JobContext } from '../jobs/queue.ts';
+import type { Job, JobContext } from '../jobs/handler.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import { documentEmbedderFor } from './embedders.ts';
 import { insertVectors } from './vectors.ts';

@@ -3,7 +3,7 @@ import type { DB } from '../../db/types.ts';
 import { headerText } from '../../adapters/outbound/mail/header-text.ts';
 import { InvalidMailError } from '../../adapters/outbound/mail/mailer.ts';
 import type { AppDeps } from '../context.ts';
-import { CountedAttemptError, type JobHandler, PermanentJobError } from '../jobs/queue.ts';
+import { CountedAttemptError, type JobHandler, PermanentJobError } from '../jobs/handler.ts';
 
 export const SUPPORT_MAIL_JOB = 'support.mail';
 interface SupportMail {

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DOCUMENT_FAIR_KEY_PREFIX, documentFairKey, documentJobsPerOwner, INGEST_JOB, knowledgeBaseJobHandlers } from '../../routers/knowledge-base/jobs.ts';
-import type { JobHandler } from '../../routers/jobs/queue.ts';
+import type { JobHandler } from '../../routers/jobs/handler.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 // Ingestion in batches: the job queue hands several documents to one call, written in one transaction.

@@ -12,7 +12,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import type { z } from 'zod';
 import type { webhookDeliverySchema } from '../../schema/webhooks.ts';
 import { createLogger } from '../../adapters/outbound/logger.ts';
-import { createJobQueue, RescheduleJob, type JobHandler, type JobQueue } from '../../routers/jobs/queue.ts';
+import { RescheduleJob, type JobHandler } from '../../routers/jobs/handler.ts';
+import { createJobQueue, type JobQueue } from '../../routers/jobs/queue.ts';
 import { webhookJobHandlers } from '../../routers/webhooks/delivery.ts';
 import { DELIVER_JOB } from '../../routers/webhooks/outbox-repository.ts';
 import { generateSecret } from '../../routers/webhooks/signing.ts';
