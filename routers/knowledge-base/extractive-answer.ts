@@ -20,7 +20,8 @@
  *     best passage first, in their original order inside a passage.
  *  5. Citations are numbered by first appearance; one number per file and page.
  */
-import { analyze, analyzeTokens, isAnalyzerLanguage, tokenize, type AnalyzerLanguage } from '../../adapters/outbound/text/text-analysis.ts';
+import { analyze, analyzeTokens, isAnalyzerLanguage, type AnalyzerLanguage } from '../../adapters/outbound/text/text-analysis.ts';
+import { tokenize } from '../../adapters/outbound/text/word-tokens.ts';
 
 export interface Passage {
   chunkId: string;

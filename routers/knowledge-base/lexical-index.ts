@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/types.ts';
 import type { Logger } from '../../adapters/outbound/logger.ts';
-import { BM25_DEFAULT_B, BM25_DEFAULT_K1, termFrequencies } from '../../adapters/outbound/text/text-analysis.ts';
+import { BM25_DEFAULT_B, BM25_DEFAULT_K1 } from '../../adapters/outbound/text/bm25.ts';
+import { termFrequencies } from '../../adapters/outbound/text/text-analysis.ts';
 import { type BuiltIndex, createMemoryIndexes } from './memory-indexes.ts';
 import { contentVersionOf, lexicalSearch, loadChunkPage } from './search-repository.ts';
 

@@ -1,12 +1,13 @@
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { DB } from '../../db/types.ts';
-import { BM25_DEFAULT_B, BM25_DEFAULT_K1, termFrequencies } from '../../adapters/outbound/text/text-analysis.ts';
+import { BM25_DEFAULT_B, BM25_DEFAULT_K1 } from '../../adapters/outbound/text/bm25.ts';
+import { termFrequencies } from '../../adapters/outbound/text/text-analysis.ts';
 
 /** The search SQL of the knowledge base: BM25 over the chunks' terms, stored vectors, passages. */
 
 type Db = Kysely<DB> | Transaction<DB>;
 
-// BM25 with the same formula and parameters as Bm25Index in text-analysis.ts, which tests hold this SQL to.
+// BM25 with the same formula and parameters as Bm25Index in bm25.ts, which tests hold this SQL to.
 const K1 = BM25_DEFAULT_K1;
 const B = BM25_DEFAULT_B;
 

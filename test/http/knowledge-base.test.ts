@@ -625,7 +625,8 @@ describe('GraphQL, vector paths, hostile files, limits', () => {
 describe('lexical ranking', () => {
   it('the SQL BM25 gives the same scores as the in-memory reference over the same chunks', async () => {
     const { lexicalSearch } = await import('../../routers/knowledge-base/search-repository.ts');
-    const { Bm25Index, analyze } = await import('../../adapters/outbound/text/text-analysis.ts');
+    const { Bm25Index } = await import('../../adapters/outbound/text/bm25.ts');
+    const { analyze } = await import('../../adapters/outbound/text/text-analysis.ts');
     const chunks = await app.deps.database.db.selectFrom('kb_chunks').select(['id', 'text']).where('config_id', '=', configId).execute();
     const reference = new Bm25Index({ language: 'en' });
     for (const c of chunks) reference.add(c.id, c.text);

@@ -25,7 +25,8 @@
  * of stop words falls back to its unfiltered tokens, so 'to be or not to be'
  * still has a vector.
  */
-import { analyze, tokenize, type AnalyzerLanguage } from '../text/text-analysis.ts';
+import { analyze, type AnalyzerLanguage } from '../text/text-analysis.ts';
+import { tokenize } from '../text/word-tokens.ts';
 import { countTokens } from '../text/tokens.ts';
 import type { Embedder, EmbeddingResult } from './embedder.ts';
 

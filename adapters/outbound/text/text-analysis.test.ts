@@ -1,18 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import {
-  analyze,
-  analyzeTokens,
-  Bm25Index,
-  bm25Idf,
-  normalizeText,
-  STOP_WORDS,
-  stemFrench,
-  stemGerman,
-  stemPortuguese,
-  stemSpanish,
-  termFrequencies,
-  tokenize,
-} from './text-analysis.ts';
+import { Bm25Index, bm25Idf } from './bm25.ts';
+import { stemFrench, stemGerman, stemPortuguese, stemSpanish } from './stemmers.ts';
+import { STOP_WORDS } from './stop-words.ts';
+import { analyze, analyzeTokens, termFrequencies } from './text-analysis.ts';
+import { normalizeText, tokenize } from './word-tokens.ts';
 import { countTokens } from './tokens.ts';
 
 describe('analyze', () => {
