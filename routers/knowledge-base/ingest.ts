@@ -11,17 +11,14 @@ import { isZeroVector } from './vectors.ts';
 import {
   completeDocuments,
   failProcessingDocument,
-  findConfigById,
   lockProcessingDocuments,
   lockServingVersion,
   replaceChunks,
   setDocumentsStage,
   startExtraction,
-  toKbDocument,
   type ChunkOfDocument,
-  type KbConfigRow,
-  type KbDocumentRow,
-} from './repository.ts';
+} from './ingest-repository.ts';
+import { findConfigById, toKbDocument, type KbConfigRow, type KbDocumentRow } from './repository.ts';
 import { recordEvents, webhookEvent, withEvents } from '../webhooks/outbox.ts';
 
 /** Everything a document's processing touches: its bytes, the pool, the embedder, the index and the outbox. */

@@ -5,7 +5,8 @@ import { batchJobHandler, type Job, type JobHandler } from '../jobs/handler.ts';
 import type { JobQueue } from '../jobs/queue.ts';
 import { failDocument, ingestDocuments, INGEST_BATCH, type IngestPayload } from './ingest.ts';
 import { failEmbeddingSwitchWithEvent, reembedConfig, type ReembedPayload } from './reembed.ts';
-import { findOrphanedDocuments, findStalledEmbeddingSwitches } from './repository.ts';
+import { findOrphanedDocuments } from './ingest-repository.ts';
+import { findStalledEmbeddingSwitches } from './reembed-repository.ts';
 
 export const INGEST_JOB = 'kb.ingest';
 export const REEMBED_JOB = 'kb.reembed';

@@ -3,15 +3,8 @@ import type { Job, JobContext } from '../jobs/handler.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import { documentEmbedderFor } from './embedders.ts';
 import { insertVectors } from './vectors.ts';
-import {
-  chunksWithoutVector,
-  countChunksWithoutVector,
-  failEmbeddingSwitch,
-  findConfigById,
-  lockEmbeddingVersion,
-  switchServingVersion,
-  toKbConfig,
-} from './repository.ts';
+import { chunksWithoutVector, countChunksWithoutVector, failEmbeddingSwitch, lockEmbeddingVersion, switchServingVersion } from './reembed-repository.ts';
+import { findConfigById, toKbConfig } from './repository.ts';
 
 export interface ReembedPayload {
   configId: string;

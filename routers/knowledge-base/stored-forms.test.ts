@@ -5,7 +5,7 @@ import * as binaryVectors from '../../db/migrations/0018_binary_vectors.ts';
 import * as chunkTerms from '../../db/migrations/0019_chunk_terms.ts';
 import type { DB } from '../../db/types.ts';
 import { perFileTestDatabase } from '../../test/helpers/test-database.ts';
-import { replaceChunks } from './repository.ts';
+import { replaceChunks } from './ingest-repository.ts';
 import { decodeVector, encodeVectors, insertVectorRows, loadChunkPage, loadVectorPage } from './search-repository.ts';
 
 /**
