@@ -72,7 +72,8 @@ export const bookingsVisitorRouter = router({
         errorResponses: {
           FORBIDDEN: 'The token is for another interface, or this interface does not take bookings',
           NOT_FOUND: 'No public chat interface has this slug, or the session is not one of this visitor',
-          CONFLICT: 'The slot is not free any more, this visitor already holds BOOKINGS_PER_VISITOR upcoming bookings here, or the interface has no booking hours yet',
+          CONFLICT:
+            'The slot is not free any more, this visitor already holds BOOKINGS_PER_VISITOR upcoming bookings here, or the interface has no booking hours yet',
         },
       },
       successStatus: 201,
