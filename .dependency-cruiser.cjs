@@ -44,14 +44,15 @@ module.exports = {
     {
       name: 'outbound-calls-only-through-the-guarded-client',
       comment:
-        'Sockets, HTTP clients and DNS only in the guarded client (adapters/outbound/http/), the operator-set DNS resolver ' +
-        '(adapters/outbound/dns/), the database driver (db/) and the listener (server/); elsewhere only their pure helpers ' +
+        'Sockets, HTTP clients and DNS only in the guarded client (the three files of adapters/outbound/http/ that open, pin ' +
+        'and check connections), the operator-set DNS resolver (adapters/outbound/dns/resolver.ts), the database driver (db/) ' +
+        'and the listener (server/); elsewhere only their pure helpers ' +
         '(isIP, createSecureContext, checkServerIdentity) in the files named here, and types anywhere',
       severity: 'error',
       from: {
         path: '^(routers|adapters|schema)/',
         pathNot:
-          '\\.test\\.ts$|^adapters/outbound/(http|dns)/|^routers/domains/(certificate-store|served-certificate|hostname)\\.ts$|^adapters/outbound/rate-limit/client-key\\.ts$',
+          '\\.test\\.ts$|^adapters/outbound/http/(guarded-client|pinned-agents|target-check)\\.ts$|^adapters/outbound/dns/resolver\\.ts$|^routers/domains/(certificate-store|served-certificate|hostname)\\.ts$|^adapters/outbound/rate-limit/client-key\\.ts$',
       },
       to: { dependencyTypes: ['core'], dependencyTypesNot: ['type-only'], path: '^(node:)?(http|https|http2|net|tls|dns|dns/promises|dgram)$' },
     },
