@@ -80,9 +80,10 @@ export function createVectorIndexes(options: { maxFloats: number; logger: Pick<L
   /** Beyond the budget: every page scored as it is read, the best kept. */
   async function scanPages(db: Kysely<DB>, q: VectorQuery) {
     const best = new TopK(q.limit);
+    const terms = nonZeroTerms(q.query);
     await readPages(db, q, (page) => {
       const matrix = toMatrix(page);
-      if (matrix.dims === q.query.length) scoreInto(matrix, q.query, best);
+      if (matrix.dims === q.query.length) scoreTermsInto(matrix, terms, best);
       return true;
     });
     return best.sorted();
@@ -123,8 +124,16 @@ function toMatrix(rows: VectorRow[]): Matrix {
  * remaining terms are added in the same ascending order).
  */
 export function scoreInto(matrix: Matrix, query: Float32Array, best: TopK) {
+  scoreTermsInto(matrix, nonZeroTerms(query), best);
+}
+
+interface QueryTerms {
+  offsets: Int32Array;
+  weights: Float32Array;
+}
+
+function scoreTermsInto(matrix: Matrix, { offsets, weights }: QueryTerms, best: TopK) {
   const { data, dims, ids } = matrix;
-  const { offsets, weights } = nonZeroTerms(query);
   const terms = offsets.length;
   for (let row = 0, base = 0; row < ids.length; row++, base += dims) {
     let dot = 0;
@@ -134,7 +143,7 @@ export function scoreInto(matrix: Matrix, query: Float32Array, best: TopK) {
 }
 
 /** The query's non-zero dimensions, ascending, and their values. */
-function nonZeroTerms(query: Float32Array): { offsets: Int32Array; weights: Float32Array } {
+function nonZeroTerms(query: Float32Array): QueryTerms {
   let count = 0;
   for (let d = 0; d < query.length; d++) if (query[d] !== 0) count++;
   const offsets = new Int32Array(count);
