@@ -52,11 +52,18 @@ export function analyze(text: string, language: AnalyzerLanguage = DEFAULT_ANALY
 /** Steps 5-6 on the tokens `tokenize` made: for a caller that needs both the tokens and the terms of a text. */
 export function analyzeTokens(tokens: readonly string[], language: AnalyzerLanguage = DEFAULT_ANALYZER_LANGUAGE): string[] {
   const terms = termCacheOf(language);
+  const stopWords = language === 'other' ? undefined : STOP_WORDS[language];
+  const stem = STEMMERS[language];
   const out: string[] = [];
   for (const token of tokens) {
     let term = terms.get(token);
     if (term === undefined) {
-      term = termOf(token, language);
+      if (stopWords?.has(token)) term = null;
+      else if (stem === undefined || !ASCII_WORD.test(token)) {
+        // Kept as it is (a number, a mixed token, a language without a stemmer): nothing worth remembering.
+        out.push(token);
+        continue;
+      } else term = stem(token);
       if (terms.size >= TERM_CACHE_ENTRIES) terms.clear();
       terms.set(token, term);
     }
@@ -65,17 +72,11 @@ export function analyzeTokens(tokens: readonly string[], language: AnalyzerLangu
   return out;
 }
 
-/** Steps 5-6 for one token: null for a stop word. */
-function termOf(token: string, language: AnalyzerLanguage): string | null {
-  if (language !== 'other' && STOP_WORDS[language].has(token)) return null;
-  const stem = STEMMERS[language];
-  return stem === undefined || !ASCII_WORD.test(token) ? token : stem(token);
-}
-
 /**
- * Terms per language and token, remembered: stop words and stemmers are pure functions and a vocabulary repeats,
- * so answering builds (which analyse every sentence of fifty passages) mostly look words up once. Bounded: emptied
- * when full.
+ * Stop words and stems per language and token, remembered: stop words and stemmers are pure functions and a
+ * vocabulary repeats, so answering builds (which analyse every sentence of fifty passages) mostly look words up once.
+ * Tokens kept as they are (numbers, mixed tokens) are not remembered, so they cannot crowd the words out. Bounded:
+ * emptied when full.
  */
 const TERM_CACHE_ENTRIES = 50_000;
 const termCaches = new Map<AnalyzerLanguage, Map<string, string | null>>();
