@@ -54,7 +54,7 @@ export const authRouter = router({
       const row = await findOwnerByEmail(ctx.deps.database.db, input.email.toLowerCase());
       // Verify against a dummy hash when the account is unknown so timing does not reveal which emails exist.
       const ok = await verifyPassword(input.password, row?.password_hash ?? (await DUMMY_HASH_PROMISE));
-      if (!row || !row.password_hash || !ok) {
+      if (!row?.password_hash || !ok) {
         // The email's domain only: the address itself is personal data, and the password is never kept.
         ctx.deps.securityEvents.record('sign_in_failed', {
           ownerId: row?.id,

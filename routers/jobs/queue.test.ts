@@ -126,7 +126,12 @@ describe(`job queue (${engine})`, () => {
 
   it('schedules the retry with the backoff on the database clock and does not run it early', async () => {
     const attemptsSeen: number[] = [];
-    const queue = makeQueue({ backoff: (attempt) => (attemptsSeen.push(attempt), 60_000) });
+    const queue = makeQueue({
+      backoff: (attempt) => {
+        attemptsSeen.push(attempt);
+        return 60_000;
+      },
+    });
     let calls = 0;
     const id = await queue.enqueue('later', {});
     await queue.drain({
@@ -253,7 +258,15 @@ describe(`job queue (${engine})`, () => {
   it('an expired lease (crashed worker) lets another queue take the job over; the old worker loses it', async () => {
     const crashed = makeQueue({ workerId: 'worker-crashed' });
     let oldCtx: JobContext | undefined;
-    crashed.start({ work: (_job, ctx) => ((oldCtx = ctx), new Promise<void>(() => {})) }, { leaseMs: 60_000, pollIntervalMs: 60_000, concurrency: 1 });
+    crashed.start(
+      {
+        work: (_job, ctx) => {
+          oldCtx = ctx;
+          return new Promise<void>(() => {});
+        },
+      },
+      { leaseMs: 60_000, pollIntervalMs: 60_000, concurrency: 1 },
+    );
     // (concurrency 1 + a long poll interval: once its one slot is taken this "crashed" worker claims nothing more.)
     const id = await crashed.enqueue('work', { n: 1 });
     crashed.notify();
@@ -327,7 +340,12 @@ describe(`job queue (${engine})`, () => {
     const ids = [];
     for (let n = 0; n < 3; n++) ids.push(await crashed.enqueue('batch', { n }));
     crashed.start(
-      { batch: batchJobHandler(10, (jobs) => ((started += jobs.length), new Promise<Map<string, unknown>>(() => {}))) },
+      {
+        batch: batchJobHandler(10, (jobs) => {
+          started += jobs.length;
+          return new Promise<Map<string, unknown>>(() => {});
+        }),
+      },
       { leaseMs: 60_000, pollIntervalMs: 60_000, concurrency: 1 },
     );
     crashed.notify();
@@ -337,7 +355,12 @@ describe(`job queue (${engine})`, () => {
     await sql`update jobs set lease_until = now() - interval '1 second' where locked_by = 'batch-crashed'`.execute(primary.db);
     const rescuer = makeQueue({ db: secondary.db, workerId: 'batch-rescuer' });
     const done: number[] = [];
-    await rescuer.drain({ batch: batchJobHandler<{ n: number }>(10, async (jobs) => (done.push(...jobs.map((j) => j.payload.n)), new Map())) });
+    await rescuer.drain({
+      batch: batchJobHandler<{ n: number }>(10, async (jobs) => {
+        done.push(...jobs.map((j) => j.payload.n));
+        return new Map();
+      }),
+    });
     expect(done.sort()).toEqual([0, 1, 2]);
     for (const id of ids) expect(await row(id)).toMatchObject({ status: 'done', attempts: 2 });
     await crashed.stop(100);
@@ -469,7 +492,15 @@ describe(`job queue (${engine})`, () => {
   it('stop() gives up on a handler that ignores the signal after timeoutMs and releases its job', async () => {
     const queue = makeQueue();
     let claimed = false;
-    queue.start({ stubborn: () => ((claimed = true), new Promise<void>(() => {})) }, { pollIntervalMs: 20 });
+    queue.start(
+      {
+        stubborn: () => {
+          claimed = true;
+          return new Promise<void>(() => {});
+        },
+      },
+      { pollIntervalMs: 20 },
+    );
     const id = await queue.enqueue('stubborn', {});
     queue.notify();
     await waitFor(() => claimed, 5000, 'claim');
@@ -498,7 +529,15 @@ describe(`job queue (${engine})`, () => {
     expect(await statusOf(deadId)).toBe('dead');
 
     let holding = false;
-    queue.start({ hold: () => ((holding = true), new Promise<void>(() => {})) }, { concurrency: 1, pollIntervalMs: 20 });
+    queue.start(
+      {
+        hold: () => {
+          holding = true;
+          return new Promise<void>(() => {});
+        },
+      },
+      { concurrency: 1, pollIntervalMs: 20 },
+    );
     await queue.enqueue('hold', {});
     queue.notify();
     await waitFor(() => holding, 5000, 'hold');

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Transaction } from 'kysely';
+import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import * as binaryVectors from '../../db/migrations/0018_binary_vectors.ts';
 import * as chunkTerms from '../../db/migrations/0019_chunk_terms.ts';
-import type { DB } from '../../db/types.ts';
 import { perFileTestDatabase } from '../../test/helpers/test-database.ts';
 import { replaceChunks } from './ingest-repository.ts';
 import { decodeVector, encodeVectors, insertVectorRows, loadChunkPage, loadVectorPage } from './search-repository.ts';

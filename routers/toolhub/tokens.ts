@@ -72,8 +72,7 @@ async function refreshed(deps: Deps, toolkit: Toolkit, account: repo.AccountRow)
     // Someone else is refreshing: wait for their result rather than spend the refresh token twice.
     await new Promise((resolve) => setTimeout(resolve, WAIT_STEP_MS));
     const now = await repo.findAccountById(db, account.id);
-    if (!now || now.status !== 'ACTIVE' || !now.access_token_enc)
-      throw new AppError('CONFLICT', 'Account not active', now?.status_reason ?? 'The account is gone');
+    if (now?.status !== 'ACTIVE' || !now.access_token_enc) throw new AppError('CONFLICT', 'Account not active', now?.status_reason ?? 'The account is gone');
     if (fresh(now)) return deps.secrets.open(now.access_token_enc);
     if (Date.now() > deadline) throw new AppError('UPSTREAM_TIMEOUT', 'Token refresh timed out', 'Another refresh of this account did not finish in time');
   }

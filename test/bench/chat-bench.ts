@@ -332,20 +332,20 @@ const TYPES: Array<{
     type: 'flow',
     path: '/api/v1/run/bench-flow',
     upstreamFirstDelta: String.raw`"event":"token","data":\{"chunk":"[^"]`,
-    upstreamStreamEnd: String.raw`"event":"end"`,
+    upstreamStreamEnd: '"event":"end"',
   },
   { type: 'openai', path: '/v1/chat/completions', upstreamFirstDelta: String.raw`"delta":\{"content":"[^"]`, upstreamStreamEnd: String.raw`data: \[DONE\]` },
   {
     type: 'messages',
     path: '/v1/messages',
-    upstreamFirstDelta: String.raw`"type":"text_delta","text":"[^"]`,
-    upstreamStreamEnd: String.raw`"type":"message_stop"`,
+    upstreamFirstDelta: '"type":"text_delta","text":"[^"]',
+    upstreamStreamEnd: '"type":"message_stop"',
   },
   {
     type: 'generation',
     path: '/v1beta/models/gemini-2.5-flash:generateContent',
     upstreamFirstDelta: String.raw`"parts":\[\{"text":"[^"]`,
-    upstreamStreamEnd: String.raw`"finishReason":"STOP"`,
+    upstreamStreamEnd: '"finishReason":"STOP"',
   },
   { type: 'generic', path: '/generic' },
 ];
@@ -708,7 +708,7 @@ async function main() {
         warmupMs: WARMUP_MS,
         durationMs: DURATION_MS,
         expectStatus: 200,
-        expectBody: String.raw`"message":"Echo: `,
+        expectBody: '"message":"Echo: ',
       };
       const entry: (typeof perType)[number] = {
         spec,
@@ -747,7 +747,7 @@ async function main() {
       const echo = await startEchoServers({ contentType: 'application/json', body: openai.oursReply }, tlsMaterial);
       service.onCleanup('close the echo servers', echo.close);
       log(`bare echo servers (${openai.oursReply.byteLength} response bytes, the openai-type chat reply)`);
-      const echoJob = (o: string): LoadJob => ({ ...openai.ours, origin: o, expectBody: String.raw`"message":"Echo: ` });
+      const echoJob = (o: string): LoadJob => ({ ...openai.ours, origin: o, expectBody: '"message":"Echo: ' });
       const echoAgg = await measureAlternating(worker, 'echo', [
         ['node:https', echoJob(echo.httpsOrigin)],
         ['node:http', echoJob(echo.httpOrigin)],
@@ -1131,13 +1131,13 @@ async function main() {
         warmupMs: 0,
         durationMs: 0,
         expectStatus: 200,
-        expectBody: String.raw`"message":"`,
+        expectBody: '"message":"',
       });
       const kbQueryJob = (bodies: string[]): LoadJob => ({
         ...chatJob(bodies),
         path: '/api/v1/knowledge-base/query',
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json' },
-        expectBody: String.raw`"sources":`,
+        expectBody: '"sources":',
       });
       const chatBodies = dataset.queries.map((q) => JSON.stringify({ message: q.text }));
       const kbBodies = dataset.queries.map((q) => JSON.stringify({ query: q.text, configId }));

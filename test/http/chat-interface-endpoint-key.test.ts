@@ -8,7 +8,7 @@ let collector: Server;
 let collectorPort: number;
 
 beforeAll(async () => {
-  collector = createServer((req, res) => {
+  collector = createServer((_req, res) => {
     res.writeHead(200).end('{}');
   });
   await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));

@@ -699,7 +699,7 @@ function buildCases(op: Operation, base: Base, validators: ReturnType<typeof cre
     cases.push(mp('file content is not what the name says', [...fieldParts, { ...filePart, value: randomBytes(512) }], false));
     for (const part of fieldParts) {
       const others = fieldParts.filter((p) => p !== part);
-      const field = (op.body.schema.properties ?? {})[part.name] ?? {};
+      const field = op.body.schema.properties?.[part.name] ?? {};
       // An id field names a resource; none of these values names one of the caller's.
       const mustRejectValue = (value: string) => /id$/i.test(part.name) || !validators.paramValid({ name: part.name, required: true, schema: field }, value);
       cases.push(mp(`multipart without field ${part.name}`, [...others, filePart], (op.body.schema.required ?? []).includes(part.name)));
@@ -1152,7 +1152,7 @@ function requestFor(op: Operation, base: Base, c: FuzzCase): { path: string; hea
   return { path, headers, body };
 }
 
-function summarize(op: Operation, c: FuzzCase, index: number): string {
+function summarize(c: FuzzCase, index: number): string {
   const text = `#${index} ${c.summary}`;
   return text.length > 200 ? `${text.slice(0, 199)}…` : text;
 }
@@ -1179,7 +1179,7 @@ async function runCase(op: Operation, base: Base, c: FuzzCase, index: number): P
   const credential = credentialFor(op, index);
   const { path, headers, body } = requestFor(op, base, c);
   if (credential.token) headers.authorization = `Bearer ${credential.token}`;
-  const input = summarize(op, c, index);
+  const input = summarize(c, index);
   currentlyRunning = `${op.name} ${input}`;
   const uncaughtBefore = uncaught.length;
   requestCount++;

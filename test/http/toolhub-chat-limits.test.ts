@@ -72,7 +72,7 @@ async function visitorChat(message: string) {
 }
 
 beforeAll(async () => {
-  model = jsonRequestServer((req, request, res) => {
+  model = jsonRequestServer((_req, request, res) => {
     offeredTools.push(request.tools?.length ?? 0);
     offeredNames.push((request.tools ?? []).map((t: { function: { name: string } }) => t.function.name));
     const message =

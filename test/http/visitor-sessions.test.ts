@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestResponse } from '../helpers/test-app.ts';
+import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 import { sseEvents as sse } from '../helpers/sse.ts';
 
 /**

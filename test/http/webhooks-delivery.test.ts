@@ -29,7 +29,6 @@ const DELAYS = [5 * SECOND, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HO
 const base = '/api/v1/enterprise/webhooks';
 
 type Delivery = z.infer<typeof webhookDeliverySchema>;
-type Attempt = Delivery['attempts'][number];
 
 interface Hook {
   id: string;

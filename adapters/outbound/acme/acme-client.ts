@@ -12,7 +12,11 @@ export function installAcmeTransport(http: GuardedHttpClient, timeoutMs: number)
   if (transport) return;
   transport = { http, timeoutMs };
   // Loaded before this call (not the service's order, which installs at start-up): guard it now.
-  if (loaded) loaded = loaded.then((acme) => (sendThroughGuard(acme, http, timeoutMs), acme));
+  if (loaded)
+    loaded = loaded.then((acme) => {
+      sendThroughGuard(acme, http, timeoutMs);
+      return acme;
+    });
 }
 
 /**

@@ -130,7 +130,11 @@ describe('directory blob store: what is on disk when a put resolves', () => {
     held.set(folder, new Promise<void>((resolve) => (release = resolve)));
     events.length = 0;
     flushStarts.length = 0;
-    const put = (bytes: Uint8Array) => store.put(prefix, bytes).then((key) => (events.push(`acked ${key}`), key));
+    const put = (bytes: Uint8Array) =>
+      store.put(prefix, bytes).then((key) => {
+        events.push(`acked ${key}`);
+        return key;
+      });
 
     const first = put(new Uint8Array([1]));
     while (flushStarts.length === 0) await new Promise((resolve) => setTimeout(resolve, 1));

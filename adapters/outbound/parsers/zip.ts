@@ -102,8 +102,14 @@ export function readZipDirectory(bytes: Uint8Array): ZipEntry[] {
       const size = u16(bytes, e + 2);
       if (id === 0x0001) {
         let q = e + 4;
-        if (declaredSize === 0xffffffff && q + 8 <= e + 4 + size) (declaredSize = u64(bytes, q)), (q += 8);
-        if (compressedSize === 0xffffffff && q + 8 <= e + 4 + size) (compressedSize = u64(bytes, q)), (q += 8);
+        if (declaredSize === 0xffffffff && q + 8 <= e + 4 + size) {
+          declaredSize = u64(bytes, q);
+          q += 8;
+        }
+        if (compressedSize === 0xffffffff && q + 8 <= e + 4 + size) {
+          compressedSize = u64(bytes, q);
+          q += 8;
+        }
         if (localHeaderOffset === 0xffffffff && q + 8 <= e + 4 + size) localHeaderOffset = u64(bytes, q);
       }
       e += 4 + size;
