@@ -31,7 +31,29 @@ describe('markdownToText', () => {
       '---\ntitle: Secret title\ndate: 2024-01-01\n---\n\n<div align="center">\n<b>Hi</b> there &amp; more<!-- hidden -->\n</div>\n<!--\nmulti\nline\n-->\nEnd';
     const text = markdownToText(md);
     expect(text).not.toMatch(/Secret|date:|hidden|multi|<|>/);
-    expect(text).toBe('Hi there & more\nEnd');
+    // The HTML block ends at </div>: what follows starts a block of its own.
+    expect(text).toBe('Hi there & more\n\nEnd');
+  });
+
+  it('keeps the text of raw HTML, not its scripts, styles or tags; an inline image keeps its alt text', () => {
+    const md =
+      '<details>\n<summary>More</summary>\n<script>alert(1)</script><style>p{}</style>\nHidden text\n</details>\n\nA<br>B and <img src="x.png" alt="logo"> <span>c</span>';
+    const text = markdownToText(md);
+    expect(text).not.toMatch(/alert|p\{|<|>/);
+    expect(text).toMatch(/More/);
+    expect(text).toMatch(/Hidden text/);
+    expect(text.split('\n').at(-1)).toBe('A B and logo c');
+  });
+
+  it('keeps inline text in table cells and loose list items as lines', () => {
+    expect(markdownToText('| **A** | [b](u) |\n|---|---|\n| `x` | y |')).toBe('A\tb\nx\ty');
+    expect(markdownToText('- one\n\n- two\n\nAfter')).toBe('one\ntwo\n\nAfter');
+  });
+
+  it('reads hostile nesting and unclosed markup as text, in one pass', () => {
+    expect(markdownToText(`${'>'.repeat(5_000)} deep`)).toMatch(/deep$/);
+    expect(markdownToText(`${'*'.repeat(50_000)}a`)).toMatch(/a$/);
+    expect(markdownToText(`${'['.repeat(50_000)}b`)).toMatch(/b$/);
   });
 
   it('keeps list items and table rows as lines, drops quote markers and rules', () => {
