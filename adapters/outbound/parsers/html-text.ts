@@ -13,8 +13,10 @@ const ENTITIES: Record<string, string> = {
   trade: '™',
 };
 
+const MARKUP = /(<\/?[a-zA-Z][^<>]*>|<!--[\s\S]*?(?:-->|$)|<[!?][a-zA-Z?][^<>]*>)/;
+
 /** Numeric references and the common named entities; anything else stays as written. */
-function decodeEntities(text: string): string {
+export function decodeEntities(text: string): string {
   return text.replace(/&(#x[0-9a-f]{1,6}|#[0-9]{1,7}|[a-z]{2,8});/gi, (whole, body: string) => {
     if (body[0] === '#') {
       const code = body[1] === 'x' || body[1] === 'X' ? parseInt(body.slice(2), 16) : parseInt(body.slice(1), 10);
@@ -56,10 +58,14 @@ export function htmlToText(html: string): string {
     else endLine(blankAfter);
   };
 
-  const tokens = html.split(/(<[^>]*>)/);
-  for (const token of tokens) {
+  // Split keeps the captured markup at odd indexes. A tag starts with a letter and cannot contain another `<`, and an
+  // unclosed comment runs to the end: each `<` is looked at once, so hostile HTML stays linear, and a `<` that opens
+  // no tag ("a < b") is text.
+  const tokens = html.split(MARKUP);
+  for (let index = 0; index < tokens.length; index++) {
+    const token = tokens[index]!;
     if (!token) continue;
-    if (token[0] !== '<') {
+    if (index % 2 === 0) {
       append(decodeEntities(token.replace(/\s+/g, ' ')));
       continue;
     }

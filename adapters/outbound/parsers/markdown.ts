@@ -1,27 +1,63 @@
 import MarkdownIt from 'markdown-it';
 import type { Token } from 'markdown-it';
-import { htmlToText } from './html-text.ts';
+import { decodeEntities, htmlToText } from './html-text.ts';
 
 /**
  * Markdown → plain text through markdown-it's token stream (CommonMark, plus GFM tables and strikethrough). Keeps
  * the words and the line structure a reader (and a text splitter) needs: headings on their own line followed by a
  * blank line, list items and table rows (cells separated by tabs) as lines, links as their text, images as their
  * alt text, code verbatim, raw HTML as its text; drops front matter, emphasis markers, tags, comments, scripts,
- * link reference definitions and horizontal rules.
+ * styles, link reference definitions and horizontal rules.
  *
  * Raw HTML is parsed (html: true) only so that its text is kept and its tags are not: nothing here is rendered.
- * markdown-it bounds nesting (maxNesting, 100 levels) and drops what lies deeper, so quote markers beyond
- * MAX_QUOTE_DEPTH are merged first: a hostile document of five thousand nested quotes keeps its words. Lists nested
- * more than about thirty deep lose their deepest items. Pathological inputs some parts of markdown-it are slow on
- * (a line of a hundred thousand `[`) are bounded by the parsing worker's deadline, like every document.
+ * markdown-it stops at 100 levels of nesting and drops everything after that point, so each line's container prefix
+ * (indentation, `>` and list markers) is first cut to MAX_PREFIX_COLUMNS: a list level takes at least two columns
+ * and a quote one, which keeps any document under the bound. Lines of top-level fenced code are left alone.
  */
 const parser = new MarkdownIt('default', { html: true, linkify: false, typographer: false });
 
 const TASK_BOX = /^\[[ xX]\][ \t]+/;
+const IMG_TAG = /<img\b[^<>]*>/gi;
 const IMG_ALT = /\balt\s*=\s*(?:"([^"]*)"|'([^']*)')/i;
-const SCRIPT_OR_STYLE = /<(script|style|template)\b[\s\S]*?<\/\1\s*>/gi;
-const MAX_QUOTE_DEPTH = 20;
-const DEEP_QUOTE = new RegExp(`^(?:[ \\t]*>){${MAX_QUOTE_DEPTH + 1},}`, 'gm');
+// An unclosed script or style runs to the end of its block, as in a browser; `$` (not the next opening tag) ends
+// the search, so a block of a thousand unclosed `<script` tags is read once.
+const SCRIPT_OR_STYLE = /<(script|style)\b[\s\S]*?(?:<\/\1\s*>|$)/gi;
+const COMMENT = /<!--[\s\S]*?(?:-->|$)/g;
+const TAG = /<\/?[a-zA-Z][^<>]*>/g;
+const SCRIPT_OR_STYLE_OPEN = /^<(script|style)\b/i;
+const SCRIPT_OR_STYLE_CLOSE = /^<\/(script|style)\b/i;
+const MAX_PREFIX_COLUMNS = 60;
+const CONTAINER_PREFIX = /^(?:[ \t]|>|[-*+](?=[ \t]|$)|\d{1,9}[.)](?=[ \t]|$))+/;
+const FENCE = /^ {0,3}(`{3,}|~{3,})/;
+
+/** A line's container prefix, tabs expanded, cut to MAX_PREFIX_COLUMNS (see the file comment). */
+function capPrefix(line: string): string {
+  const prefix = line.match(CONTAINER_PREFIX)?.[0];
+  if (!prefix || (prefix.length <= MAX_PREFIX_COLUMNS && !prefix.includes('\t'))) return line;
+  let expanded = '';
+  for (const ch of prefix) expanded += ch === '\t' ? ' '.repeat(4 - (expanded.length % 4)) : ch;
+  if (expanded.length <= MAX_PREFIX_COLUMNS) return expanded + line.slice(prefix.length);
+  return `${expanded.slice(0, MAX_PREFIX_COLUMNS).trimEnd()} ${line.slice(prefix.length)}`;
+}
+
+function capNesting(source: string): string {
+  const lines = source.split('\n');
+  let fence: string | null = null;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    const marker = line.match(FENCE)?.[1];
+    if (fence !== null) {
+      if (marker && marker[0] === fence[0] && marker.length >= fence.length && line.trim() === marker) fence = null;
+      continue;
+    }
+    if (marker && !(marker[0] === '`' && line.slice(line.indexOf(marker) + marker.length).includes('`'))) {
+      fence = marker;
+      continue;
+    }
+    lines[i] = capPrefix(line);
+  }
+  return lines.join('\n');
+}
 
 /** Removes a leading front matter block (YAML `---` … `---`/`...`, or TOML `+++` … `+++`). */
 function dropFrontMatter(text: string): string {
@@ -35,10 +71,15 @@ function dropFrontMatter(text: string): string {
   return text; // never closed: it was not front matter (perhaps a horizontal rule)
 }
 
-/** An inline token's children as text: line breaks kept, markup dropped. */
+/** An inline token's children as text: line breaks kept, markup dropped, inline scripts and styles skipped. */
 function inlineText(children: Token[] | null): string {
   let text = '';
+  let inScript = false;
   for (const token of children ?? []) {
+    if (inScript) {
+      if (token.type === 'html_inline' && SCRIPT_OR_STYLE_CLOSE.test(token.content)) inScript = false;
+      continue;
+    }
     switch (token.type) {
       case 'text':
       case 'code_inline':
@@ -52,11 +93,9 @@ function inlineText(children: Token[] | null): string {
         text += inlineText(token.children);
         break;
       case 'html_inline': {
-        if (/^<br\b/i.test(token.content)) text += ' ';
-        else if (/^<img\b/i.test(token.content)) {
-          const alt = token.content.match(IMG_ALT);
-          text += alt?.[1] ?? alt?.[2] ?? '';
-        }
+        if (SCRIPT_OR_STYLE_OPEN.test(token.content)) inScript = true;
+        else if (/^<br\b/i.test(token.content)) text += ' ';
+        else if (/^<img\b/i.test(token.content)) text += altText(token.content);
         break;
       }
     }
@@ -64,15 +103,30 @@ function inlineText(children: Token[] | null): string {
   return text;
 }
 
+function altText(tag: string): string {
+  const alt = tag.match(IMG_ALT);
+  return alt?.[1] ?? alt?.[2] ?? '';
+}
+
+/** A raw HTML block's text: comments, scripts and styles dropped, images as their alt text, `<pre>` lines kept. */
+function htmlBlockText(html: string): string {
+  const cleaned = html
+    .replace(COMMENT, '')
+    .replace(SCRIPT_OR_STYLE, '')
+    .replace(IMG_TAG, (tag) => ` ${altText(tag)} `);
+  if (/^\s*<pre\b/i.test(cleaned)) return decodeEntities(cleaned.replace(TAG, ''));
+  return htmlToText(cleaned);
+}
+
 export function markdownToText(markdown: string): string {
-  const source = dropFrontMatter(markdown.replace(/\r\n?/g, '\n')).replace(DEEP_QUOTE, '>'.repeat(MAX_QUOTE_DEPTH));
-  const tokens = parser.parse(source, {});
+  const tokens = parser.parse(capNesting(dropFrontMatter(markdown.replace(/\r\n?/g, '\n'))), {});
   const out: string[] = [];
   const blank = () => {
     if (out.length > 0 && out[out.length - 1] !== '') out.push('');
   };
-  const lines = (text: string) => {
-    for (const line of text.split('\n')) if (line.trim() !== '') out.push(line);
+  /** Pushed one by one: a spread of a 100,000-line code block would overflow the stack. */
+  const lines = (text: string, keepBlank = false) => {
+    for (const line of text.split('\n')) if (keepBlank || line.trim() !== '') out.push(line);
   };
   let lists = 0;
   let row: string[] | null = null;
@@ -129,15 +183,13 @@ export function markdownToText(markdown: string): string {
       case 'fence':
       case 'code_block':
         blank();
-        out.push(...token.content.replace(/\n$/, '').split('\n'));
+        lines(token.content.replace(/\n$/, ''), true);
         blank();
         break;
-      case 'html_block': {
-        const text = htmlToText(token.content.replace(SCRIPT_OR_STYLE, ''));
-        if (text) out.push(...text.split('\n'));
+      case 'html_block':
+        lines(htmlBlockText(token.content), true);
         blank();
         break;
-      }
       case 'inline': {
         let text = inlineText(token.children);
         if (itemStart) text = text.replace(TASK_BOX, '');
