@@ -1,30 +1,4 @@
-const ENTITIES: Record<string, string> = {
-  amp: '&',
-  lt: '<',
-  gt: '>',
-  quot: '"',
-  apos: "'",
-  nbsp: ' ',
-  ndash: '–',
-  mdash: '—',
-  hellip: '…',
-  copy: '©',
-  reg: '®',
-  trade: '™',
-};
-
-const MARKUP = /(<\/?[a-zA-Z][^<>]*>|<!--[\s\S]*?(?:-->|$)|<[!?][a-zA-Z?][^<>]*>)/;
-
-/** Numeric references and the common named entities; anything else stays as written. */
-export function decodeEntities(text: string): string {
-  return text.replace(/&(#x[0-9a-f]{1,6}|#[0-9]{1,7}|[a-z]{2,8});/gi, (whole, body: string) => {
-    if (body[0] === '#') {
-      const code = body[1] === 'x' || body[1] === 'X' ? parseInt(body.slice(2), 16) : parseInt(body.slice(1), 10);
-      return code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff) ? String.fromCodePoint(code) : whole;
-    }
-    return ENTITIES[body.toLowerCase()] ?? whole;
-  });
-}
+import { decodeEntities } from './markdown.ts';
 
 /**
  * Turns the simple, well-formed HTML that mammoth produces into plain text: paragraphs and headings as
@@ -58,14 +32,10 @@ export function htmlToText(html: string): string {
     else endLine(blankAfter);
   };
 
-  // Split keeps the captured markup at odd indexes. A tag starts with a letter and cannot contain another `<`, and an
-  // unclosed comment runs to the end: each `<` is looked at once, so hostile HTML stays linear, and a `<` that opens
-  // no tag ("a < b") is text.
-  const tokens = html.split(MARKUP);
-  for (let index = 0; index < tokens.length; index++) {
-    const token = tokens[index]!;
+  const tokens = html.split(/(<[^>]*>)/);
+  for (const token of tokens) {
     if (!token) continue;
-    if (index % 2 === 0) {
+    if (token[0] !== '<') {
       append(decodeEntities(token.replace(/\s+/g, ' ')));
       continue;
     }

@@ -1,206 +1,239 @@
-import MarkdownIt from 'markdown-it';
-import type { Token } from 'markdown-it';
-import { decodeEntities, htmlToText } from './html-text.ts';
-
 /**
- * Markdown → plain text through markdown-it's token stream (CommonMark, plus GFM tables and strikethrough). Keeps
- * the words and the line structure a reader (and a text splitter) needs: headings on their own line followed by a
- * blank line, list items and table rows (cells separated by tabs) as lines, links as their text, images as their
- * alt text, code verbatim, raw HTML as its text; drops front matter, emphasis markers, tags, comments, scripts,
- * styles, link reference definitions and horizontal rules.
- *
- * Raw HTML is parsed (html: true) only so that its text is kept and its tags are not: nothing here is rendered.
- * markdown-it stops at 100 levels of nesting and drops everything after that point, so each line's container prefix
- * (indentation, `>` and list markers) is first cut to MAX_PREFIX_COLUMNS: a list level takes at least two columns
- * and a quote one, which keeps any document under the bound. Lines of top-level fenced code are left alone.
+ * Markdown → plain text, line based with inline regexes (no dependency). Keeps the words and the line
+ * structure a reader (and a text splitter) needs: headings on their own line followed by a blank line,
+ * list items as lines, links as their text, images as their alt text, code blocks verbatim; drops front
+ * matter, emphasis markers, HTML tags and comments, link reference definitions and horizontal rules.
  */
-const parser = new MarkdownIt('default', { html: true, linkify: false, typographer: false });
 
-const TASK_BOX = /^\[[ xX]\][ \t]+/;
-const IMG_TAG = /<img\b[^<>]*>/gi;
-const IMG_ALT = /\balt\s*=\s*(?:"([^"]*)"|'([^']*)')/i;
-// An unclosed script or style runs to the end of its block, as in a browser; `$` (not the next opening tag) ends
-// the search, so a block of a thousand unclosed `<script` tags is read once.
-const SCRIPT_OR_STYLE = /<(script|style)\b[\s\S]*?(?:<\/\1\s*>|$)/gi;
-const COMMENT = /<!--[\s\S]*?(?:-->|$)/g;
-const TAG = /<\/?[a-zA-Z][^<>]*>/g;
-const SCRIPT_OR_STYLE_OPEN = /^<(script|style)\b/i;
-const SCRIPT_OR_STYLE_CLOSE = /^<\/(script|style)\b/i;
-const MAX_PREFIX_COLUMNS = 60;
-const CONTAINER_PREFIX = /^(?:[ \t]|>|[-*+](?=[ \t]|$)|\d{1,9}[.)](?=[ \t]|$))+/;
-const FENCE = /^ {0,3}(`{3,}|~{3,})/;
+const ENTITIES: Record<string, string> = {
+  amp: '&',
+  lt: '<',
+  gt: '>',
+  quot: '"',
+  apos: "'",
+  nbsp: ' ',
+  ndash: '–',
+  mdash: '—',
+  hellip: '…',
+  copy: '©',
+  reg: '®',
+  trade: '™',
+};
 
-/** A line's container prefix, tabs expanded, cut to MAX_PREFIX_COLUMNS (see the file comment). */
-function capPrefix(line: string): string {
-  const prefix = line.match(CONTAINER_PREFIX)?.[0];
-  if (!prefix || (prefix.length <= MAX_PREFIX_COLUMNS && !prefix.includes('\t'))) return line;
-  let expanded = '';
-  for (const ch of prefix) expanded += ch === '\t' ? ' '.repeat(4 - (expanded.length % 4)) : ch;
-  if (expanded.length <= MAX_PREFIX_COLUMNS) return expanded + line.slice(prefix.length);
-  return `${expanded.slice(0, MAX_PREFIX_COLUMNS).trimEnd()} ${line.slice(prefix.length)}`;
+export function decodeEntities(text: string): string {
+  return text.replace(/&(#x[0-9a-f]{1,6}|#[0-9]{1,7}|[a-z]{2,8});/gi, (whole, body: string) => {
+    if (body[0] === '#') {
+      const code = body[1] === 'x' || body[1] === 'X' ? parseInt(body.slice(2), 16) : parseInt(body.slice(1), 10);
+      return code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff) ? String.fromCodePoint(code) : whole;
+    }
+    return ENTITIES[body.toLowerCase()] ?? whole;
+  });
 }
 
-function capNesting(source: string): string {
-  const lines = source.split('\n');
-  let fence: string | null = null;
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!;
-    const marker = line.match(FENCE)?.[1];
-    if (fence !== null) {
-      if (marker && marker[0] === fence[0] && marker.length >= fence.length && line.trim() === marker) fence = null;
-      continue;
-    }
-    if (marker && !(marker[0] === '`' && line.slice(line.indexOf(marker) + marker.length).includes('`'))) {
-      fence = marker;
-      continue;
-    }
-    lines[i] = capPrefix(line);
+// Private-use characters delimit placeholders for inline code spans, so inline rules never touch them.
+const PH_OPEN = '\uE000';
+const PH_CLOSE = '\uE001';
+
+/** Converts the inline markup of one line of text. */
+export function inlineToText(line: string): string {
+  const codes: string[] = [];
+  let s = line.replace(/\uE000|\uE001/g, '');
+  // Inline code: `code`, ``co`de`` — content kept verbatim.
+  s = s.replace(/(`+)([\s\S]*?[^`])\1(?!`)/g, (_m, _ticks: string, code: string) => {
+    codes.push(code.length > 1 && code.startsWith(' ') && code.endsWith(' ') ? code.slice(1, -1) : code);
+    return `${PH_OPEN}${codes.length - 1}${PH_CLOSE}`;
+  });
+  // Backslash escapes: protect the escaped character.
+  s = s.replace(/\\([!-/:-@[-`{-~])/g, (_m, ch: string) => {
+    codes.push(ch);
+    return `${PH_OPEN}${codes.length - 1}${PH_CLOSE}`;
+  });
+  // HTML comments and tags (an <img alt> keeps its alt text; autolinks keep their address).
+  s = s.replace(/<!--[\s\S]*?-->/g, '');
+  s = s.replace(/<((?:https?|ftp|mailto):[^\s<>]+)>/gi, '$1');
+  s = s.replace(/<([^\s<>@]+@[^\s<>@]+\.[^\s<>@]+)>/g, '$1');
+  s = s.replace(/<img\b[^>]*?\balt\s*=\s*(?:"([^"]*)"|'([^']*)')[^>]*>/gi, (_m, a?: string, b?: string) => a ?? b ?? '');
+  s = s.replace(/<br\s*\/?>/gi, ' ');
+  s = s.replace(/<\/?[a-z][a-z0-9-]*(?:\s[^<>]*)?\/?>/gi, '');
+  // Images → alt text, links → their text (inline, reference and collapsed forms).
+  s = s.replace(/!\[([^\]]*)\]\((?:[^()\s]|\([^()]*\))*(?:\s+(?:"[^"]*"|'[^']*'|\([^)]*\)))?\s*\)/g, '$1');
+  s = s.replace(/!\[([^\]]*)\]\[[^\]]*\]/g, '$1');
+  for (let i = 0; i < 3; i++) {
+    // Repeated so a link whose text is an image ([![alt](img)](url)) also collapses.
+    s = s.replace(/\[([^\][]*)\]\((?:[^()\s]|\([^()]*\))*(?:\s+(?:"[^"]*"|'[^']*'|\([^)]*\)))?\s*\)/g, '$1');
   }
-  return lines.join('\n');
+  s = s.replace(/\[([^\][]+)\]\[[^\]]*\]/g, '$1');
+  // Footnote references [^1] go; shortcut reference links [text] stay as text.
+  s = s.replace(/\[\^[^\]\s]+\]/g, '');
+  // Emphasis: ***x***, **x**, *x*, ___x___, __x__, _x_ (underscores only at word boundaries), ~~x~~, ==x==.
+  for (let i = 0; i < 3; i++) {
+    s = s.replace(/(\*{1,3})(?=\S)([\s\S]*?\S)\1(?!\*)/g, '$2');
+    s = s.replace(/(^|[^\p{L}\p{N}_])(_{1,3})(?=\S)([\s\S]*?\S)\2(?![\p{L}\p{N}_])/gu, '$1$3');
+    s = s.replace(/~~(?=\S)([\s\S]*?\S)~~/g, '$1');
+    s = s.replace(/==(?=\S)([\s\S]*?\S)==/g, '$1');
+  }
+  s = decodeEntities(s);
+  return s.replace(/\uE000(\d+)\uE001/g, (_m, i: string) => codes[Number(i)] ?? '');
 }
+
+const FENCE = /^ {0,3}(`{3,}|~{3,})(.*)$/;
+const ATX_HEADING = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/;
+const SETEXT_UNDERLINE = /^ {0,3}(=+|-+)[ \t]*$/;
+const HR = /^ {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$/;
+const LIST_ITEM = /^([ \t]*)(?:[-*+]|\d{1,9}[.)])(?:[ \t]+\[[ xX]\])?(?:[ \t]+(.*))?$/;
+const BLOCKQUOTE = /^ {0,3}>[ \t]?/;
+const LINK_DEFINITION = /^ {0,3}\[[^\]]+\]:\s*\S+(?:\s+(?:"[^"]*"|'[^']*'|\([^)]*\)))?\s*$/;
+const TABLE_DELIMITER = /^\s*\|?\s*:?-{1,}:?\s*(?:\|\s*:?-{1,}:?\s*)+\|?\s*$/;
+const HTML_BLOCK_LINE = /^\s*<\/?[a-z][a-z0-9-]*(?:\s[^<>]*)?\/?>\s*$/i;
 
 /** Removes a leading front matter block (YAML `---` … `---`/`...`, or TOML `+++` … `+++`). */
-function dropFrontMatter(text: string): string {
-  const lines = text.split('\n');
+function dropFrontMatter(lines: string[]): string[] {
   const first = lines[0]?.trimEnd();
-  if (first !== '---' && first !== '+++') return text;
+  if (first !== '---' && first !== '+++') return lines;
   for (let i = 1; i < lines.length; i++) {
     const line = lines[i]!.trimEnd();
-    if (line === first || (first === '---' && line === '...')) return lines.slice(i + 1).join('\n');
+    if (line === first || (first === '---' && line === '...')) return lines.slice(i + 1);
   }
-  return text; // never closed: it was not front matter (perhaps a horizontal rule)
+  return lines; // never closed: it was not front matter (perhaps a horizontal rule)
 }
 
-/** An inline token's children as text: line breaks kept, markup dropped, inline scripts and styles skipped. */
-function inlineText(children: Token[] | null): string {
-  let text = '';
-  let inScript = false;
-  for (const token of children ?? []) {
-    if (inScript) {
-      if (token.type === 'html_inline' && SCRIPT_OR_STYLE_CLOSE.test(token.content)) inScript = false;
-      continue;
-    }
-    switch (token.type) {
-      case 'text':
-      case 'code_inline':
-        text += token.content;
-        break;
-      case 'softbreak':
-      case 'hardbreak':
-        text += '\n';
-        break;
-      case 'image':
-        text += inlineText(token.children);
-        break;
-      case 'html_inline': {
-        if (SCRIPT_OR_STYLE_OPEN.test(token.content)) inScript = true;
-        else if (/^<br\b/i.test(token.content)) text += ' ';
-        else if (/^<img\b/i.test(token.content)) text += altText(token.content);
-        break;
-      }
-    }
-  }
-  return text;
-}
-
-function altText(tag: string): string {
-  const alt = tag.match(IMG_ALT);
-  return alt?.[1] ?? alt?.[2] ?? '';
-}
-
-/** A raw HTML block's text: comments, scripts and styles dropped, images as their alt text, `<pre>` lines kept. */
-function htmlBlockText(html: string): string {
-  const cleaned = html
-    .replace(COMMENT, '')
-    .replace(SCRIPT_OR_STYLE, '')
-    .replace(IMG_TAG, (tag) => ` ${altText(tag)} `);
-  if (/^\s*<pre\b/i.test(cleaned)) return decodeEntities(cleaned.replace(TAG, ''));
-  return htmlToText(cleaned);
+function tableRow(line: string): string {
+  let row = line.trim();
+  if (row.startsWith('|')) row = row.slice(1);
+  if (row.endsWith('|') && !row.endsWith('\\|')) row = row.slice(0, -1);
+  return row
+    .split(/(?<!\\)\|/)
+    .map((cell) => inlineToText(cell.trim().replace(/\\\|/g, '|')))
+    .join('\t');
 }
 
 export function markdownToText(markdown: string): string {
-  const tokens = parser.parse(capNesting(dropFrontMatter(markdown.replace(/\r\n?/g, '\n'))), {});
+  const lines = dropFrontMatter(markdown.replace(/\r\n?/g, '\n').split('\n'));
   const out: string[] = [];
   const blank = () => {
     if (out.length > 0 && out[out.length - 1] !== '') out.push('');
   };
-  /** Pushed one by one: a spread of a 100,000-line code block would overflow the stack. */
-  const lines = (text: string, keepBlank = false) => {
-    for (const line of text.split('\n')) if (keepBlank || line.trim() !== '') out.push(line);
+  let fence: { marker: string; indent: number } | null = null;
+  let inComment = false;
+  let paragraph: string[] = [];
+  const flushParagraph = () => {
+    if (paragraph.length > 0) {
+      out.push(...paragraph);
+      paragraph = [];
+    }
   };
-  let lists = 0;
-  let row: string[] | null = null;
-  let cell: string | null = null;
-  let heading = false;
-  let itemStart = false;
 
-  for (const token of tokens) {
-    switch (token.type) {
-      case 'heading_open':
+  for (let index = 0; index < lines.length; index++) {
+    const raw = lines[index]!;
+    if (fence) {
+      const close = raw.match(/^ {0,3}(`{3,}|~{3,})[ \t]*$/);
+      if (close && close[1]![0] === fence.marker[0] && close[1]!.length >= fence.marker.length) {
+        fence = null;
         blank();
-        heading = true;
-        break;
-      case 'heading_close':
-        heading = false;
-        blank();
-        break;
-      case 'paragraph_close':
-      case 'blockquote_close':
-      case 'hr':
-        if (lists === 0) blank();
-        break;
-      case 'bullet_list_open':
-      case 'ordered_list_open':
-        lists++;
-        break;
-      case 'bullet_list_close':
-      case 'ordered_list_close':
-        lists--;
-        if (lists === 0) blank();
-        break;
-      case 'list_item_open':
-        itemStart = true;
-        break;
-      case 'tr_open':
-        row = [];
-        break;
-      case 'th_open':
-      case 'td_open':
-        cell = '';
-        break;
-      case 'th_close':
-      case 'td_close':
-        row?.push(cell ?? '');
-        cell = null;
-        break;
-      case 'tr_close':
-        if (row) out.push(row.join('\t'));
-        row = null;
-        break;
-      case 'table_close':
-        blank();
-        break;
-      case 'fence':
-      case 'code_block':
-        blank();
-        lines(token.content.replace(/\n$/, ''), true);
-        blank();
-        break;
-      case 'html_block':
-        lines(htmlBlockText(token.content), true);
-        blank();
-        break;
-      case 'inline': {
-        let text = inlineText(token.children);
-        if (itemStart) text = text.replace(TASK_BOX, '');
-        itemStart = false;
-        if (cell !== null) cell += text.replace(/\s*\n\s*/g, ' ').trim();
-        else if (heading) lines(text.replace(/\s*\n\s*/g, ' ').trim());
-        else lines(text);
-        break;
+        continue;
+      }
+      // Code is kept verbatim, minus the fence's own indentation.
+      out.push(raw.replace(new RegExp(`^ {0,${fence.indent}}`), ''));
+      continue;
+    }
+    if (inComment) {
+      const end = raw.indexOf('-->');
+      if (end === -1) continue;
+      inComment = false;
+      const rest = raw.slice(end + 3);
+      if (rest.trim() === '') continue;
+      lines[index] = rest;
+      index--;
+      continue;
+    }
+
+    // Block quotes: drop the markers and treat the rest as ordinary lines.
+    let line = raw;
+    while (BLOCKQUOTE.test(line)) line = line.replace(BLOCKQUOTE, '');
+
+    const fenceOpen = line.match(FENCE);
+    if (fenceOpen && !(fenceOpen[1]![0] === '`' && fenceOpen[2]!.includes('`'))) {
+      flushParagraph();
+      blank();
+      fence = { marker: fenceOpen[1]!, indent: line.length - line.trimStart().length };
+      continue;
+    }
+    const commentStart = line.indexOf('<!--');
+    if (commentStart !== -1 && line.indexOf('-->', commentStart + 4) === -1) {
+      inComment = true;
+      line = line.slice(0, commentStart);
+      if (line.trim() === '') continue;
+    }
+
+    if (line.trim() === '') {
+      flushParagraph();
+      blank();
+      continue;
+    }
+    // Indented code block (only where it cannot be a paragraph continuation or a nested list line).
+    if (/^( {4}|\t)/.test(line) && paragraph.length === 0 && !LIST_ITEM.test(line)) {
+      const prev = out[out.length - 1];
+      if (prev === undefined || prev === '') {
+        out.push(line.replace(/^( {4}|\t)/, ''));
+        continue;
       }
     }
+    const heading = line.match(ATX_HEADING);
+    if (heading) {
+      flushParagraph();
+      blank();
+      const text = inlineToText((heading[2] ?? '').trim());
+      if (text) out.push(text, '');
+      continue;
+    }
+    if (paragraph.length > 0 && SETEXT_UNDERLINE.test(line)) {
+      // The paragraph's lines were a setext heading.
+      const text = paragraph.join(' ').trim();
+      paragraph = [];
+      blank();
+      if (text) out.push(text, '');
+      continue;
+    }
+    if (HR.test(line)) {
+      flushParagraph();
+      blank();
+      continue;
+    }
+    if (LINK_DEFINITION.test(line)) continue;
+    if (/^ {0,3}\[\^[^\]]+\]:\s*/.test(line)) {
+      // Footnote definition: keep its text as a line.
+      flushParagraph();
+      out.push(inlineToText(line.replace(/^ {0,3}\[\^[^\]]+\]:\s*/, '').trim()));
+      continue;
+    }
+    if (line.includes('|') && TABLE_DELIMITER.test(lines[index + 1] ?? '')) {
+      flushParagraph();
+      out.push(tableRow(line));
+      index++; // skip the delimiter row
+      while (index + 1 < lines.length && lines[index + 1]!.includes('|') && lines[index + 1]!.trim() !== '') {
+        index++;
+        out.push(tableRow(lines[index]!));
+      }
+      blank();
+      continue;
+    }
+    const item = line.match(LIST_ITEM);
+    if (item) {
+      flushParagraph();
+      const text = inlineToText((item[2] ?? '').trim());
+      if (text) out.push(text);
+      continue;
+    }
+    if (HTML_BLOCK_LINE.test(line)) {
+      // A line that is only a tag (<div>, </details>, <br/>…): nothing to keep.
+      const text = inlineToText(line).trim();
+      if (text) paragraph.push(text);
+      continue;
+    }
+    const text = inlineToText(line.trim().replace(/ {2,}$/, ''));
+    if (text.trim()) paragraph.push(text);
   }
+  flushParagraph();
   return out
     .join('\n')
     .replace(/[ \t]+$/gm, '')
