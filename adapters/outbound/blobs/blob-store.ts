@@ -64,7 +64,7 @@ export function createDirectoryBlobStore(root: string, options: DirectoryBlobSto
   const flushFolder = sharedFolderFlushes();
   const writeNew = async (path: string, bytes: Uint8Array) => {
     const folder = dirname(path);
-    const making = ensureFolder(folder);
+    let making = ensureFolder(folder);
     await making;
     try {
       await writeNewFile(path, bytes, flushToDisk);
@@ -73,9 +73,14 @@ export function createDirectoryBlobStore(root: string, options: DirectoryBlobSto
       // Only the making this put relied on is dropped: another put may already be making the folder again (and
       // flushing its entry), which this one must wait for rather than replace with a making that finds it there.
       if (folders.get(folder) === making) folders.delete(folder);
-      await ensureFolder(folder);
+      making = ensureFolder(folder);
+      await making;
       await writeNewFile(path, bytes, flushToDisk);
     }
+    // A write that succeeded in a folder another put has just made again (after finding it removed) must wait for
+    // that making too: until it resolves, the folder's own entry in its parent may not be on disk.
+    const current = folders.get(folder);
+    if (current !== undefined && current !== making) await current;
     // The new name is durable once its folder is: without this a power loss could drop the entry of a file
     // whose upload was already acknowledged.
     if (flushToDisk) await flushFolder(folder);
