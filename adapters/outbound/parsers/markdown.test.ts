@@ -38,4 +38,10 @@ describe('markdownToText', () => {
     const md = '- one\n- two *x*\n  1. nested\n- [ ] task\n\n> quoted\n> text\n\n---\n\n| A | B |\n|---|:-:|\n| 1 | 2 |';
     expect(markdownToText(md)).toBe('one\ntwo x\nnested\ntask\n\nquoted\ntext\n\nA\tB\n1\t2');
   });
+
+  it('keeps a paragraph of hundreds of thousands of lines whole', () => {
+    const lines = Array.from({ length: 300_000 }, (_, i) => `word${i}`);
+    const text = markdownToText(lines.join('\n'));
+    expect(text.split('\n')).toEqual(lines);
+  });
 });

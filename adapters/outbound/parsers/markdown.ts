@@ -117,10 +117,9 @@ export function markdownToText(markdown: string): string {
   let inComment = false;
   let paragraph: string[] = [];
   const flushParagraph = () => {
-    if (paragraph.length > 0) {
-      out.push(...paragraph);
-      paragraph = [];
-    }
+    // One push per line: spreading a paragraph of some hundred thousand lines into push overflows the stack.
+    for (const line of paragraph) out.push(line);
+    paragraph = [];
   };
 
   for (let index = 0; index < lines.length; index++) {
