@@ -34,6 +34,12 @@ describe('extractReply', () => {
     });
   });
 
+  it('flow: finds the text past an outputs list of hundreds of thousands of entries, in a later run too', () => {
+    const filler = Array.from({ length: 300_000 }, () => 0);
+    const reply = { outputs: [{ outputs: filler }, { outputs: [...filler.slice(0, 10), { results: { message: { text: 'G' } } }] }] };
+    expect(extractReply('flow', reply, excerpt).text).toBe('G');
+  });
+
   it('openai: choices[0].message.content (string or parts) and usage', () => {
     expect(extractReply('openai', { choices: [{ message: { content: 'hi' } }], usage: { prompt_tokens: 1, completion_tokens: 2 } }, excerpt)).toEqual({
       text: 'hi',

@@ -181,15 +181,16 @@ const FLOW_ENTRY_PATHS: Array<Array<string | number>> = [
 export function flowText(parsed: unknown): string | null {
   const runs = readPath(parsed, ['outputs']);
   if (!Array.isArray(runs)) return null;
-  const entries: unknown[] = [];
+  // Walked in place, not gathered by spreading: an upstream's outputs list of a few hundred thousand entries
+  // would overflow the stack as push's arguments.
   for (const run of runs) {
     const outs = readPath(run, ['outputs']);
-    if (Array.isArray(outs)) entries.push(...outs);
-  }
-  for (const entry of entries) {
-    for (const path of FLOW_ENTRY_PATHS) {
-      const value = readPath(entry, path);
-      if (typeof value === 'string') return value;
+    if (!Array.isArray(outs)) continue;
+    for (const entry of outs) {
+      for (const path of FLOW_ENTRY_PATHS) {
+        const value = readPath(entry, path);
+        if (typeof value === 'string') return value;
+      }
     }
   }
   return null;
