@@ -13,6 +13,9 @@ const held = new Map<string, Promise<void>>();
 const failing = new Set<number>();
 /** Files (opened `wx`) closed so far. */
 let filesClosed = 0;
+/** Files opened `wx` so far, and waits to run before the Nth such open (1 is the first), to order two puts' opens. */
+let filesOpened = 0;
+const openGates = new Map<number, () => Promise<void>>();
 
 // The store's descriptor calls (node:fs, callback style), recorded by the path each descriptor was opened with.
 vi.mock('node:fs', async (importOriginal) => {
@@ -20,12 +23,16 @@ vi.mock('node:fs', async (importOriginal) => {
   const paths = new Map<number, string>();
   const files = new Set<number>();
   type Done = (error: NodeJS.ErrnoException | null) => void;
-  const open = (path: string, flags: string, done: (error: NodeJS.ErrnoException | null, fd: number) => void) =>
-    fs.open(path, flags, (error, fd) => {
-      if (!error) paths.set(fd, path);
-      if (!error && flags === 'wx') files.add(fd);
-      done(error, fd);
-    });
+  const open = (path: string, flags: string, done: (error: NodeJS.ErrnoException | null, fd: number) => void) => {
+    const gate = flags === 'wx' ? openGates.get(++filesOpened) : undefined;
+    void (gate?.() ?? Promise.resolve()).then(() =>
+      fs.open(path, flags, (error, fd) => {
+        if (!error) paths.set(fd, path);
+        if (!error && flags === 'wx') files.add(fd);
+        done(error, fd);
+      }),
+    );
+  };
   const close = (fd: number, done: Done) => {
     const file = files.delete(fd);
     paths.delete(fd);
@@ -65,6 +72,8 @@ beforeEach(() => {
   held.clear();
   failing.clear();
   filesClosed = 0;
+  filesOpened = 0;
+  openGates.clear();
 });
 
 const tick = () => new Promise((resolve) => setTimeout(resolve, 1));
@@ -202,6 +211,31 @@ describe('directory blob store: what is on disk when a put resolves', () => {
     release();
     await Promise.all(puts);
     expect(acked).toHaveLength(2);
+  });
+
+  it('a put whose file opens after another put has made its removed folder again waits for that folder to be flushed', async () => {
+    const root = join(base, 'remade');
+    const store = createDirectoryBlobStore(root);
+    await store.put(prefix, new Uint8Array([0]));
+    rmSync(join(root, prefix), { recursive: true });
+    let release!: () => void;
+    held.set(root, new Promise<void>((resolve) => (release = resolve)));
+    filesOpened = 0;
+    flushStarts.length = 0;
+    // The second put's file opens only once the first has found the folder missing, made it again and started
+    // flushing its entry in root (held): the second's open then succeeds without ever seeing the folder missing.
+    openGates.set(2, async () => {
+      while (!flushStarts.some((f) => f.path === root)) await tick();
+    });
+    const acked: number[] = [];
+    const puts = [1, 2].map((n) => store.put(prefix, new Uint8Array([n])).then(() => void acked.push(n)));
+    while (filesClosed < 2) await tick();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(acked).toEqual([]); // neither is acknowledged while the folder's entry in root is not on disk
+    held.delete(root);
+    release();
+    await Promise.all(puts);
+    expect(acked.sort()).toEqual([1, 2]);
   });
 
   it('without flushToDisk (a database that does not flush its commits), writes the file and its folders and flushes nothing', async () => {
