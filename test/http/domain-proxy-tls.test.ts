@@ -1,8 +1,7 @@
 import { request as httpsRequest } from 'node:https';
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dnsServerRunnable, startDnsServer, type TestDnsServer } from '../helpers/dns-server.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
@@ -19,6 +18,7 @@ let proxy: TestTlsProxy;
 let app: TestApp;
 let owner: { token: string; ownerId: string };
 let interfaceId: string;
+let caDir: string | undefined;
 const served = ['ok.shop-p.test', 'wrong.shop-p.test', 'self.shop-p.test', 'expired.shop-p.test', 'later.shop-p.test'];
 
 async function addDomain(hostname: string) {
@@ -65,7 +65,8 @@ describe.skipIf(!dnsServerRunnable)('custom domains behind a TLS-terminating pro
   beforeAll(async () => {
     dns = await startDnsServer();
     proxy = await startTlsProxy();
-    const caFile = join(tmpdir(), `proxy-ca-${randomUUID()}.pem`);
+    caDir = mkdtempSync(join(tmpdir(), 'proxy-ca-'));
+    const caFile = join(caDir, 'ca.pem');
     writeFileSync(caFile, proxy.caPem);
     app = await startTestApp({
       TLS_MODE: 'proxy',
@@ -89,6 +90,7 @@ describe.skipIf(!dnsServerRunnable)('custom domains behind a TLS-terminating pro
     await app?.stop();
     await proxy?.close();
     await dns?.close();
+    if (caDir) rmSync(caDir, { recursive: true, force: true });
   });
 
   it('the proxy gets a yes from route-public, a visitor gets the page through it, and ssl-status reports the certificate it serves', async () => {
