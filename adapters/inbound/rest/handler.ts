@@ -5,6 +5,7 @@ import type { Context } from '../../../routers/context.ts';
 import { readJsonBody, readRawTextBody } from '../request-body.ts';
 import { sendError, sendJson, successBody } from '../envelope.ts';
 import { toClientError } from '../client-error.ts';
+import { ifNoneMatchIncludes } from '../conditional-request.ts';
 import { legacyLookup, type LegacyRoute } from './legacy.ts';
 import { readMultipart } from './multipart.ts';
 import { buildRouteTable, type RestRoute } from './routes.ts';
@@ -62,11 +63,7 @@ function sendDocument(req: IncomingMessage, res: ServerResponse, doc: RestDocume
   };
   if (doc.etag) {
     headers.ETag = doc.etag;
-    if (
-      String(req.headers['if-none-match'] ?? '')
-        .split(/\s*,\s*/)
-        .includes(doc.etag)
-    ) {
+    if (ifNoneMatchIncludes(req, doc.etag)) {
       res.writeHead(304, headers);
       res.end();
       return;

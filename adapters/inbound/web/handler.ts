@@ -6,6 +6,7 @@ import { hostedPageOf } from '../../../routers/visitors/access.ts';
 import { normalizeHostname } from '../../../routers/domains/hostname.ts';
 import { browserAsset, IMMUTABLE_CACHE_CONTROL, type BrowserAsset } from '../browser-assets.ts';
 import { sendError } from '../envelope.ts';
+import { ifNoneMatchIncludes } from '../conditional-request.ts';
 import { HTTP_STATUS } from '../http-status.ts';
 
 /** The bundles the hosted page and the loader are made of (built in memory by build.ts). */
@@ -113,8 +114,7 @@ function send(req: IncomingMessage, res: ServerResponse, status: number, headers
 
 function sendAsset(req: IncomingMessage, res: ServerResponse, asset: BrowserAsset, cacheControl: string) {
   const headers = { 'Content-Type': asset.contentType, 'Cache-Control': cacheControl, ETag: asset.etag };
-  const tags = String(req.headers['if-none-match'] ?? '').split(/\s*,\s*/);
-  if (tags.includes(asset.etag)) {
+  if (ifNoneMatchIncludes(req, asset.etag)) {
     res.writeHead(304, headers);
     res.end();
     return;
