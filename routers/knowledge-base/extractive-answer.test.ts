@@ -239,6 +239,18 @@ describe('buildExtractiveAnswer on hostile text', () => {
     const result = buildExtractiveAnswer('w5 w6', passages);
     expect(result.found).toBe(true);
   });
+
+  // Retried from every dot, a run of 60,000 dots with no space after it took about a minute a passage.
+  it('splits once around a long run of terminators, whether or not a space follows it', () => {
+    const dots = '.'.repeat(60_000);
+    expect(splitSentences(`Pricing starts here${dots}and goes on. Next one${dots} Last one.`)).toEqual([
+      `Pricing starts here${dots}and goes on.`,
+      `Next one${dots}`,
+      'Last one.',
+    ]);
+    const passages = Array.from({ length: 5 }, (_, i) => ({ chunkId: `d${i}`, text: `pricing ${dots}`, fileName: 'a.txt', page: null, score: 1 }));
+    expect(buildExtractiveAnswer('what is the pricing', passages).found).toBe(true);
+  });
 });
 
 describe('the analysed-sentence cache', () => {
