@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createReplyRedactor, redactReply, requestSecrets } from './response.ts';
+import { createReplyRedactor, redactReply, requestSecrets, withoutMarkup } from './response.ts';
 
 const KEY = 'upstream-secret-key-1234567890';
 
@@ -84,5 +84,28 @@ describe('requestSecrets', () => {
     expect(redactReply('a abcd1234-and-more b abcd1234 c', secrets)).toBe('a [redacted] b [redacted] c');
     const redactor = createReplyRedactor(requestSecrets(undefined, 'https://h.example/?key=sp%20ace%2Fkey'));
     expect(redactor.push('echo sp%20ace%2Fkey and sp ace/k') + redactor.push('ey') + redactor.end()).toBe('echo [redacted] and [redacted]');
+  });
+});
+
+describe('withoutMarkup', () => {
+  it("keeps an error page's words and drops its head, scripts, styles, comments and tags", () => {
+    const page =
+      '<!DOCTYPE html><html><head><title>x</title><style>p{color:red}</style></head><body><!-- trace 42 -->' +
+      '<script type="text/javascript">var secret = 1;</script><h1>502 Bad Gateway</h1><p>nginx</p></body></html>';
+    expect(withoutMarkup(page).replace(/\s+/g, ' ').trim()).toBe('502 Bad Gateway nginx');
+  });
+
+  it('keeps what follows an opening with no closing part after it', () => {
+    expect(withoutMarkup('<b>a</b> <!-- b').replace(/\s+/g, ' ').trim()).toBe('a <!-- b');
+    expect(withoutMarkup('a <script>b').replace(/\s+/g, ' ').trim()).toBe('a b');
+    expect(withoutMarkup('a <p b').trim()).toBe('a <p b');
+  });
+
+  // Each of these took well over the test timeout when every opening was searched to the end.
+  it('reads 300,000 characters of unclosed openings in one pass', () => {
+    for (const opening of ['<a', '<!--', '<script', '<style x=1>']) {
+      const text = `start ${opening.repeat(Math.floor(300_000 / opening.length))} end`;
+      expect(withoutMarkup(text).startsWith('start ')).toBe(true);
+    }
   });
 });
