@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createStreamCleaner, findIllFormedText, toStorable } from './text-input.ts';
+import { createStreamCleaner, findIllFormedText, JsonTooDeepError, parseUntrustedJson, toStorable } from './text-input.ts';
 
 describe('findIllFormedText', () => {
   it('accepts ordinary text, astral characters (paired surrogates), numbers and bytes', () => {
@@ -71,5 +71,24 @@ describe('createStreamCleaner', () => {
     const cleaner = createStreamCleaner();
     expect(cleaner.clean('x\ud83d')).toBe('x');
     expect(cleaner.end()).toBe('\uFFFD');
+  });
+});
+
+describe('parseUntrustedJson', () => {
+  const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
+
+  it('parses JSON nesting up to 64 levels, however wide', () => {
+    expect(parseUntrustedJson('{"a":[1,{"b":"c"}]}')).toEqual({ a: [1, { b: 'c' }] });
+    expect(parseUntrustedJson('"text"')).toBe('text');
+    expect(parseUntrustedJson('null')).toBeNull();
+    expect(parseUntrustedJson(nested(64))).toHaveLength(1);
+    expect(parseUntrustedJson(JSON.stringify(Array.from({ length: 100_000 }, (_, i) => ({ i }))))).toHaveLength(100_000);
+  });
+
+  it('refuses deeper JSON, and text that is not JSON, as a SyntaxError', () => {
+    expect(() => parseUntrustedJson(nested(65))).toThrow(JsonTooDeepError);
+    expect(() => parseUntrustedJson(`{"error":${'{"a":'.repeat(50_000)}1${'}'.repeat(50_001)}`)).toThrow('JSON nested more than 64 levels deep');
+    expect(() => parseUntrustedJson(nested(65))).toThrow(SyntaxError);
+    expect(() => parseUntrustedJson('{"a":')).toThrow(SyntaxError);
   });
 });

@@ -70,6 +70,35 @@ export function findIllFormedText(input: unknown): IllFormedText | null {
 }
 
 /**
+ * JSON we did not write (an upstream's reply, a model's tool call, a tool's result), parsed, and refused as a
+ * SyntaxError when it nests deeper than a request body may: JSON.parse itself copes, but everything after it that
+ * stores or prints the value (toStorable, JSON.stringify) recurses, and overflowed the stack from some thousands of
+ * levels, as a 500. Callers already treat a SyntaxError as "not JSON".
+ */
+export function parseUntrustedJson(text: string): unknown {
+  const value: unknown = JSON.parse(text);
+  if (nestsDeeperThan(value, MAX_DEPTH)) throw new JsonTooDeepError(`JSON nested more than ${MAX_DEPTH} levels deep`);
+  return value;
+}
+
+/** Valid JSON that nests too deeply to keep: a SyntaxError, so that it goes where unparsable text goes. */
+export class JsonTooDeepError extends SyntaxError {}
+
+/** Whether arrays and objects in `value` nest more than `levels` deep (the value itself is level 1); iterative. */
+function nestsDeeperThan(value: unknown, levels: number): boolean {
+  const stack: Array<{ value: object; depth: number }> = [];
+  if (typeof value === 'object' && value !== null) stack.push({ value, depth: 1 });
+  while (stack.length > 0) {
+    const visit = stack.pop()!;
+    if (visit.depth > levels) return true;
+    for (const child of Object.values(visit.value)) {
+      if (typeof child === 'object' && child !== null) stack.push({ value: child, depth: visit.depth + 1 });
+    }
+  }
+  return false;
+}
+
+/**
  * toStorable for text that arrives in pieces (an upstream's streamed reply): each piece is cleaned as it comes, and
  * the pieces joined are exactly toStorable of the whole. A high surrogate ending a piece is held back until the
  * next one shows whether its pair follows; `end()` gives what is still held (as U+FFFD: it never got its pair).

@@ -1,6 +1,6 @@
 import type { AppDeps } from '../context.ts';
 import type { AppError } from '../../schema/errors.ts';
-import { createStreamCleaner, toStorable } from '../../schema/text-input.ts';
+import { createStreamCleaner, parseUntrustedJson, toStorable } from '../../schema/text-input.ts';
 import { createChatCompletion, streamChatCompletion, type ChatMessage, type ChatRequest, type ModelTool } from '../../adapters/outbound/ai/openai-chat.ts';
 import { createMessagesCompletion } from '../../adapters/outbound/ai/messages-chat.ts';
 import type { AiUsage } from '../../adapters/outbound/ai/core/response.ts';
@@ -168,7 +168,7 @@ async function answerWithTools(deps: AnswerDeps, config: KbConfigRow, messages: 
       }
       let args: Record<string, unknown> | undefined;
       try {
-        const parsed: unknown = JSON.parse(call.arguments || '{}');
+        const parsed: unknown = parseUntrustedJson(call.arguments || '{}');
         args = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
       } catch {
         args = undefined;

@@ -24,14 +24,14 @@
  *
  * Failure switches (`setMode`) apply to every provider route:
  * 'slow' (answers after `delayMs`, default 2 s), 'non-json' (200 HTML page),
- * 'wrong-shape' (200 JSON without any text field), '401' (provider-style
+ * 'wrong-shape' (200 JSON without any text field), 'too-deep' (200 JSON whose `error` nests 20,000 levels), '401' (provider-style
  * error echoing the API key it received, to test redaction), '429', '500'
  * (HTML error page), 'redirect-private' (302 to http://127.0.0.1:<port>/redirect-target).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export type ProviderMockMode = 'normal' | 'slow' | 'non-json' | 'wrong-shape' | '401' | '429' | '500' | 'redirect-private';
+export type ProviderMockMode = 'normal' | 'slow' | 'non-json' | 'wrong-shape' | 'too-deep' | '401' | '429' | '500' | 'redirect-private';
 
 export type ProviderRoute = 'langflow' | 'openai' | 'anthropic' | 'gemini' | 'generic' | 'redirect-target';
 
@@ -119,6 +119,8 @@ export async function startProviderMock(): Promise<ProviderMock> {
         return sendRaw(res, 200, 'text/html; charset=utf-8', '<!doctype html><html><body><h1>Welcome to nginx!</h1></body></html>');
       case 'wrong-shape':
         return sendJson(res, 200, { status: 'ok', data: { unexpected: ['shape'] }, id: 42 });
+      case 'too-deep':
+        return sendRaw(res, 200, 'application/json', `{"error":${'{"a":'.repeat(20_000)}1${'}'.repeat(20_001)}`);
       case '401':
         return sendJson(res, 401, authError(route, receivedKey(record)));
       case '429':

@@ -455,6 +455,7 @@ export async function startHttpEndpoint(): Promise<HttpEndpointServer> {
         return reply.text(500, '<html><body>Internal error: password=hunter2 at db.internal:5432</body></html>', 'text/html; charset=utf-8');
       if (req.path === '/text') return reply.text(200, 'a'.repeat(5000), 'text/plain; charset=utf-8');
       if (req.path === '/hello') return reply.text(200, 'hello there', 'text/plain; charset=utf-8');
+      if (req.path === '/deep') return reply.text(200, `${'['.repeat(20_000)}${']'.repeat(20_000)}`, 'application/json');
       if (req.path === '/empty') return reply.text(204, '', 'text/plain');
       if (req.path === '/') return reply.text(200, 'ok', 'text/plain; charset=utf-8');
       return reply.json(404, { error: 'not found' });

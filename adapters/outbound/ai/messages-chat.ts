@@ -9,6 +9,7 @@ import { countTokens } from '../text/tokens.ts';
 import { isRecord, parseJson, readPath, redactKey, redactReply, reportedErrorText, requestSecrets, upstreamExcerpt, usageOf } from './core/response.ts';
 import { invalidResponse, reportedError, statusError, transportError } from './core/upstream-error.ts';
 import type { ChatCompletion, ChatMessage, ChatRequest, ModelToolCall } from './openai-chat.ts';
+import { parseUntrustedJson } from '../../../schema/text-input.ts';
 
 const DEFAULT_TIMEOUT_MS = 60_000;
 /** The format requires max_tokens; this is used when the knowledge base sets none. */
@@ -68,7 +69,7 @@ export function toMessagesBody(req: ChatRequest): Record<string, unknown> {
 
 function safeInput(text: string): unknown {
   try {
-    const parsed: unknown = JSON.parse(text || '{}');
+    const parsed: unknown = parseUntrustedJson(text || '{}');
     return isRecord(parsed) ? parsed : {};
   } catch {
     return {};

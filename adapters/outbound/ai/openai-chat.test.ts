@@ -202,6 +202,16 @@ describe('createChatCompletion', () => {
     expect(upstreamExcerpt('plain\n\ntext')).toBe('plain text');
   });
 
+  // Its tool call's arguments were printed with JSON.stringify, which recursed past the stack's end.
+  it('refuses a reply nested more than 64 levels deep as invalid_response', async () => {
+    const deep = `${'{"a":'.repeat(20_000)}1${'}'.repeat(20_000)}`;
+    const call = `{"id":"call_1","type":"function","function":{"name":"lookup","arguments":${deep}}}`;
+    mock.setReply(() => ({ rawBody: `{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[${call}]}}]}` }));
+    const tools = [{ name: 'lookup', description: 'Looks things up', parameters: { type: 'object', properties: {} } }];
+    const err = await captureError(createChatCompletion(http, request({ tools })));
+    expect(err.kind).toBe('invalid_response');
+  });
+
   it('maps non-JSON and content-less replies to invalid_response', async () => {
     mock.setReply(() => ({ rawBody: '{"choices": [ this is not json' }));
     const err = await captureError(createChatCompletion(http, request()));

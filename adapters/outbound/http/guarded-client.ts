@@ -27,6 +27,7 @@ import { OutboundError } from './outbound-error.ts';
 import { AgentPool, createPinnedLookup, MAX_POOLED_TARGETS } from './pinned-agents.ts';
 import { wireBody, type Opened } from './response-body.ts';
 import { createTargetCheck, describeOrigin, effectivePort, validateUrl } from './target-check.ts';
+import { parseUntrustedJson } from '../../../schema/text-input.ts';
 
 export interface GuardedClientOptions {
   /** 'host:port' entries exempt from the address rule (OUTBOUND_ALLOW_HOSTS; a development/testing aid). */
@@ -195,7 +196,7 @@ export function createGuardedHttpClient(options: GuardedClientOptions): GuardedH
         text: () => body.toString('utf8'),
         json: () => {
           try {
-            return JSON.parse(body.toString('utf8')) as unknown;
+            return parseUntrustedJson(body.toString('utf8'));
           } catch {
             // Do not echo upstream content into error messages.
             throw new SyntaxError(`response from ${origin} is not valid JSON`);

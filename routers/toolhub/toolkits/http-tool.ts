@@ -9,6 +9,7 @@
 import { type GuardedResponse, RESERVED_HEADERS } from '../../../adapters/outbound/http/guarded-client.ts';
 import { type JsonSchema, type ToolContext, ToolError, type Toolkit } from '../toolkit.ts';
 import { isObject, unreachable } from './provider-kit.ts';
+import { parseUntrustedJson } from '../../../schema/text-input.ts';
 
 export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 export type HttpToolMethod = (typeof HTTP_METHODS)[number];
@@ -214,9 +215,9 @@ function readAnswer(res: GuardedResponse): unknown {
   const declaredJson = /^application\/([a-z0-9.+-]*\+)?json\b/.test(type) || type.startsWith('text/json');
   if (text.trim() !== '' && (declaredJson || type === '')) {
     try {
-      return JSON.parse(text) as unknown;
+      return parseUntrustedJson(text);
     } catch {
-      // Not JSON after all: returned as text.
+      // Not JSON after all (or nested too deeply to keep): returned as text.
     }
   }
   if (text.length <= MAX_TEXT_LENGTH) return { status: res.status, text };

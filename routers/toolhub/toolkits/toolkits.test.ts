@@ -452,6 +452,13 @@ describe('http tool', () => {
     expect(await call.run({}, context(http, '', { kind: 'none' }, settings('/empty', { method: 'DELETE' })))).toEqual({ status: 204, text: '' });
   });
 
+  // Stored or shown, such a value recursed past the stack's end.
+  it('returns JSON nested deeper than 64 levels as text, not as a value', async () => {
+    const deep = (await call.run({}, context(http, '', { kind: 'none' }, settings('/deep', { method: 'GET' })))) as { text: string; truncated: boolean };
+    expect(deep.text).toBe('['.repeat(4000));
+    expect(deep.truncated).toBe(true);
+  });
+
   it('refuses to run without a usable endpoint', async () => {
     await toolError(call.run({}, context(http, '', { kind: 'none' }, {})));
     await toolError(call.run({}, context(http, '', { kind: 'none' }, { url: 'file:///etc/passwd' })));

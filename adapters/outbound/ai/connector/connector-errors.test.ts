@@ -52,6 +52,8 @@ const ENDPOINTS: Array<[EndpointType, (base: string) => string]> = [
 const CASES: Array<[ProviderMockMode, AiErrorKind, number | undefined, RegExp]> = [
   ['non-json', 'invalid_response', undefined, /^invalid response format: the external API did not return JSON$/],
   ['wrong-shape', 'invalid_response', undefined, /^invalid response format: the reply has no recognised text field/],
+  // Printing the reported error recursed past the stack's end, as an internal error.
+  ['too-deep', 'invalid_response', undefined, /^invalid response format: the external API returned JSON nested more than 64 levels deep$/],
   ['401', 'auth_failed', 401, /rejected the API key.*\(HTTP 401\)/],
   ['429', 'rate_limited', 429, /rate limiting requests.*\(HTTP 429\)/],
   ['500', 'upstream_error', 500, /^the external API answered HTTP 500: Internal Server Error upstream exploded$/],

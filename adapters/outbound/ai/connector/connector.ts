@@ -21,6 +21,7 @@ import { detectEndpointType } from './detect.ts';
 import { buildBody, buildHeaders, createStreamHandler, extractReply, invalidResponse, noTextFound } from './formats.ts';
 import { ENDPOINT_TYPES, type ConnectorReply, type ConnectorRequest, type ConnectorStreamEvent, type EndpointType } from './types.ts';
 import { resolveEndpoint } from './url.ts';
+import { JsonTooDeepError, parseUntrustedJson } from '../../../../schema/text-input.ts';
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
 /** Enough of an error body for an excerpt; the rest is not read. */
@@ -173,8 +174,9 @@ function prepare(req: ConnectorRequest, stream: boolean): PreparedCall {
     parseComplete(bodyText) {
       let parsed: unknown;
       try {
-        parsed = JSON.parse(bodyText) as unknown;
-      } catch {
+        parsed = parseUntrustedJson(bodyText);
+      } catch (error) {
+        if (error instanceof JsonTooDeepError) throw invalidResponse(`the external API returned ${error.message}`);
         throw invalidResponse('the external API did not return JSON', excerpt(bodyText) || undefined);
       }
       const reply = extractReply(type, parsed, excerpt);
@@ -194,7 +196,7 @@ async function* sseJsonEvents(body: Readable): AsyncGenerator<{ event: string; d
     }
     let parsed: unknown;
     try {
-      parsed = JSON.parse(data) as unknown;
+      parsed = parseUntrustedJson(data);
     } catch {
       throw invalidResponse('the external API sent a stream event that is not JSON');
     }
@@ -251,7 +253,7 @@ async function* jsonEvents(body: Readable): AsyncGenerator<{ event: string; data
           const complete = pending;
           reset();
           try {
-            yield { event: 'message', data: JSON.parse(complete) as unknown };
+            yield { event: 'message', data: parseUntrustedJson(complete) };
           } catch {
             // Not JSON after all: skip it.
           }

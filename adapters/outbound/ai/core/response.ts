@@ -3,6 +3,7 @@
  * JSON paths, token usage, and the short excerpt of an error that may be logged or shown to an owner.
  */
 import type { Readable } from 'node:stream';
+import { parseUntrustedJson } from '../../../../schema/text-input.ts';
 
 export interface AiUsage {
   promptTokens: number;
@@ -27,7 +28,7 @@ export async function readCapped(body: Readable, maxBytes: number): Promise<stri
 /** The parsed JSON, or undefined when the text is not JSON. */
 export function parseJson(text: string): unknown {
   try {
-    return JSON.parse(text) as unknown;
+    return parseUntrustedJson(text);
   } catch {
     return undefined;
   }
