@@ -10,8 +10,9 @@ export const encodeCursor = (createdAt: string, id: string) => Buffer.from(JSON.
 export function decodeCursor(cursor: string): { createdAt: string; id: string } {
   try {
     const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [unknown, unknown];
-    // Exactly the form toIso() writes: Date.parse alone accepts years the database cannot store.
-    if (typeof createdAt === 'string' && ISO_INSTANT.test(createdAt) && !Number.isNaN(Date.parse(createdAt)) && typeof id === 'string' && isUuid(id))
+    // Exactly the form toIso() writes, of a row made since 1970: Date.parse alone accepts years the database cannot
+    // store (year 0000 was refused by PostgreSQL, as a 500).
+    if (typeof createdAt === 'string' && ISO_INSTANT.test(createdAt) && Date.parse(createdAt) >= 0 && typeof id === 'string' && isUuid(id))
       return { createdAt, id };
   } catch {
     // falls through to the error below

@@ -161,6 +161,11 @@ describe('leads', () => {
       'Lead 0',
     ]);
     expect((await app.request('GET', '/api/v1/leads?cursor=bm90LWEtY3Vyc29y', { token: a.token })).status).toBe(400);
+    // Well formed but dated year 0000, which the database refuses: refused here first.
+    const yearZero = Buffer.from(JSON.stringify(['0000-01-01T00:00:00.000Z', '7d0c1b9e-0e55-4a4f-8f3c-1f4bb1f0a001'])).toString('base64url');
+    const refused = await app.request('GET', `/api/v1/leads?cursor=${yearZero}`, { token: a.token });
+    expect(refused.status, refused.text).toBe(400);
+    expect(refused.body.error.code).toBe('VALIDATION_FAILED');
     expect((await app.request('GET', '/api/v1/leads?limit=0', { token: a.token })).status).toBe(400);
   });
 
