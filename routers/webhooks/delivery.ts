@@ -8,6 +8,7 @@ import type { Logger } from '../../adapters/outbound/logger.ts';
 import { RescheduleJob, type Job, type JobHandler } from '../jobs/handler.ts';
 import type { JobQueue } from '../jobs/queue.ts';
 import { signatureHeader } from './signing.ts';
+import { toStorable } from '../../schema/text-input.ts';
 import { nextAttemptDelay, parseRetryAfter } from './schedule.ts';
 import { recordEvents, webhookEvent } from './outbox.ts';
 import { DELIVER_JOB } from './outbox-repository.ts';
@@ -53,7 +54,11 @@ async function readExcerpt(body: Readable): Promise<string> {
   } catch {
     // The status is what counts; a body cut off mid-way still leaves an excerpt.
   }
-  return Buffer.concat(chunks).toString('utf8').slice(0, EXCERPT_CHARS);
+  // Cut between characters, not inside a surrogate pair, and without NUL: the attempt is stored as jsonb, which
+  // refuses both, and a refused record left the delivery pending with every retry sending the event again.
+  const excerpt = Buffer.concat(chunks).toString('utf8').slice(0, EXCERPT_CHARS);
+  const last = excerpt.charCodeAt(excerpt.length - 1);
+  return toStorable(last >= 0xd800 && last <= 0xdbff ? excerpt.slice(0, -1) : excerpt);
 }
 
 /**

@@ -319,6 +319,19 @@ describe('events, signatures and delivery', () => {
     await app.request('DELETE', `${base}/${foreign.webhook.id}`, { token: ent2.token });
   });
 
+  // jsonb refuses NUL and half a surrogate pair: such a record failed, and the delivery stayed pending.
+  it("stores a receiver's answer holding NUL, or a character cut at the excerpt's end, as text it can keep", async () => {
+    receiver.reply = () => ({ status: 500, body: `${'a'.repeat(499)}\u{1F600}b\u0000c` });
+    const hook = await createHook(ent.token, { url: receiver.url, events: ['webhook.test'] });
+    const cut = await app.request('POST', `${base}/${hook.webhook.id}/test`, { token: ent.token, body: {} });
+    expect((await settled(ent.token, hook.webhook.id, cut.body.deliveryId)).attempts[0]).toMatchObject({ httpStatus: 500, responseExcerpt: 'a'.repeat(499) });
+    receiver.reply = () => ({ status: 500, body: 'before\u0000after' });
+    const nul = await app.request('POST', `${base}/${hook.webhook.id}/test`, { token: ent.token, body: {} });
+    expect((await settled(ent.token, hook.webhook.id, nul.body.deliveryId)).attempts[0]).toMatchObject({ httpStatus: 500, responseExcerpt: 'beforeafter' });
+    receiver.reply = () => ({});
+    await app.request('DELETE', `${base}/${hook.webhook.id}`, { token: ent.token });
+  });
+
   it('replays a failed delivery with the same webhook-id; succeeded ones are a 409; another owner is a 404', async () => {
     receiver.received.length = 0;
     receiver.reply = () => ({ status: 500, body: 'boom' });
