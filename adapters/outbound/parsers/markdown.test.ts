@@ -44,4 +44,29 @@ describe('markdownToText', () => {
     const text = markdownToText(lines.join('\n'));
     expect(text.split('\n')).toEqual(lines);
   });
+
+  it('opens inline code only with a whole run of backticks, as CommonMark does', () => {
+    expect(markdownToText('use `` a`b `` here')).toBe('use a`b here');
+    expect(markdownToText('````c` stays')).toBe('````c` stays');
+    expect(markdownToText('x ``y`` and `z`')).toBe('x y and z');
+  });
+
+  // Each of these lines took from tens of seconds to minutes: markers without a closing one were searched to the
+  // end of the line from every one of them.
+  it('reads long lines of unclosed markers in one pass', () => {
+    const lines = [
+      `x${'`'.repeat(5_000)}`,
+      `x ${'<img alt="'.repeat(5_000)}`,
+      `x ${'_a '.repeat(40_000)}`,
+      `x ${'*a '.repeat(40_000)}`,
+      `x ${'[^a'.repeat(40_000)}`,
+    ];
+    for (const line of lines) expect(markdownToText(line).startsWith('x')).toBe(true);
+  });
+
+  it('leaves the markers of an emphasis longer than 500 characters in place', () => {
+    const long = 'w '.repeat(300).trim();
+    expect(markdownToText(`*${long}*`)).toBe(`*${long}*`);
+    expect(markdownToText(`**short** and _${'v '.repeat(10).trim()}_`)).toBe(`short and ${'v '.repeat(10).trim()}`);
+  });
 });

@@ -38,8 +38,9 @@ const PH_CLOSE = '\uE001';
 export function inlineToText(line: string): string {
   const codes: string[] = [];
   let s = line.replace(/\uE000|\uE001/g, '');
-  // Inline code: `code`, ``co`de`` — content kept verbatim.
-  s = s.replace(/(`+)([\s\S]*?[^`])\1(?!`)/g, (_m, _ticks: string, code: string) => {
+  // Inline code: `code`, ``co`de`` — content kept verbatim. A span opens with a whole run of backticks (as
+  // CommonMark's does): tried from every backtick of a long run, the search was cubic in the run's length.
+  s = s.replace(/(?<!`)(`+)(?!`)([\s\S]*?[^`])\1(?!`)/g, (_m, _ticks: string, code: string) => {
     codes.push(code.length > 1 && code.startsWith(' ') && code.endsWith(' ') ? code.slice(1, -1) : code);
     return `${PH_OPEN}${codes.length - 1}${PH_CLOSE}`;
   });
@@ -52,7 +53,8 @@ export function inlineToText(line: string): string {
   s = s.replace(/<!--[\s\S]*?-->/g, '');
   s = s.replace(/<((?:https?|ftp|mailto):[^\s<>]+)>/gi, '$1');
   s = s.replace(/<([^\s<>@]+@[^\s<>@]+\.[^\s<>@]+)>/g, '$1');
-  s = s.replace(/<img\b[^>]*?\balt\s*=\s*(?:"([^"]*)"|'([^']*)')[^>]*>/gi, (_m, a?: string, b?: string) => a ?? b ?? '');
+  // Neither the tag nor its alt text runs past another '<': otherwise every unclosed `<img alt="` was searched to the end.
+  s = s.replace(/<img\b[^<>]*?\balt\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)')[^<>]*>/gi, (_m, a?: string, b?: string) => a ?? b ?? '');
   s = s.replace(/<br\s*\/?>/gi, ' ');
   s = s.replace(/<\/?[a-z][a-z0-9-]*(?:\s[^<>]*)?\/?>/gi, '');
   // Images → alt text, links → their text (inline, reference and collapsed forms).
@@ -63,14 +65,20 @@ export function inlineToText(line: string): string {
     s = s.replace(/\[([^\][]*)\]\((?:[^()\s]|\([^()]*\))*(?:\s+(?:"[^"]*"|'[^']*'|\([^)]*\)))?\s*\)/g, '$1');
   }
   s = s.replace(/\[([^\][]+)\]\[[^\]]*\]/g, '$1');
-  // Footnote references [^1] go; shortcut reference links [text] stay as text.
-  s = s.replace(/\[\^[^\]\s]+\]/g, '');
-  // Emphasis: ***x***, **x**, *x*, ___x___, __x__, _x_ (underscores only at word boundaries), ~~x~~, ==x==.
+  // Footnote references [^1] go; shortcut reference links [text] stay as text. The label stops at the next '[' (a
+  // run of unclosed `[^a` was otherwise searched to the end from each one).
+  s = s.replace(/\[\^[^\]\s[]+\]/g, '');
+  // Emphasis: ***x***, **x**, *x*, ___x___, __x__, _x_ (underscores only at word boundaries), ~~x~~, ==x==. A span
+  // is at most 500 characters: each marker without a closing one was searched to the end of the line, so a
+  // long line of them was quadratic. Markers of a longer span stay in the text, which the tokenizer ignores anyway.
   for (let i = 0; i < 3; i++) {
-    s = s.replace(/(\*{1,3})(?=\S)([\s\S]*?\S)\1(?!\*)/g, '$2');
-    s = s.replace(/(^|[^\p{L}\p{N}_])(_{1,3})(?=\S)([\s\S]*?\S)\2(?![\p{L}\p{N}_])/gu, '$1$3');
-    s = s.replace(/~~(?=\S)([\s\S]*?\S)~~/g, '$1');
-    s = s.replace(/==(?=\S)([\s\S]*?\S)==/g, '$1');
+    const before = s;
+    s = s.replace(/(\*{1,3})(?=\S)([\s\S]{0,499}?\S)\1(?!\*)/g, '$2');
+    s = s.replace(/(^|[^\p{L}\p{N}_])(_{1,3})(?=\S)([\s\S]{0,499}?\S)\2(?![\p{L}\p{N}_])/gu, '$1$3');
+    s = s.replace(/~~(?=\S)([\s\S]{0,499}?\S)~~/g, '$1');
+    s = s.replace(/==(?=\S)([\s\S]{0,499}?\S)==/g, '$1');
+    // Nothing matched: the next passes would not either.
+    if (s === before) break;
   }
   s = decodeEntities(s);
   return s.replace(/\uE000(\d+)\uE001/g, (_m, i: string) => codes[Number(i)] ?? '');
