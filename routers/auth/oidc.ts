@@ -18,6 +18,7 @@ import {
 import type { OwnerRow } from '../../db/types.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { AppDeps } from '../context.ts';
+import { findIllFormedText, toStorable } from '../../schema/text-input.ts';
 import type { Caller, OwnerPrincipal } from './principal.ts';
 import { findOwnerByEmail, findOwnerByOidcSubject, insertOidcOwner, linkOidcSubject } from './repository.ts';
 
@@ -160,7 +161,8 @@ export async function resolveOidcCaller(deps: OidcDeps, token: string): Promise<
     deps.logger.debug('oidc: token refused', { code: (error as { code?: unknown } | null)?.code ?? 'unknown' });
     return invalid;
   }
-  if (typeof payload.sub !== 'string' || payload.sub === '') return invalid;
+  // The subject is looked up and stored as text: NUL or half a surrogate pair would be refused by the database, as a 500.
+  if (typeof payload.sub !== 'string' || payload.sub === '' || findIllFormedText(payload.sub) !== null) return invalid;
 
   const owner = await findOrLinkOwner(deps, `${issuer}#${payload.sub}`, payload);
   if (!owner) return invalid;
@@ -176,7 +178,7 @@ async function findOrLinkOwner(deps: OidcDeps, subject: string, claims: JWTPaylo
   if (linked) return linked;
 
   const email = typeof claims.email === 'string' ? claims.email.trim().toLowerCase() : '';
-  if (claims.email_verified !== true || email === '' || email.length > 254 || !email.includes('@')) return undefined;
+  if (claims.email_verified !== true || email === '' || email.length > 254 || !email.includes('@') || findIllFormedText(email) !== null) return undefined;
 
   const existing = await findOwnerByEmail(db, email);
   if (existing) {
@@ -210,7 +212,9 @@ async function findOrLinkOwner(deps: OidcDeps, subject: string, claims: JWTPaylo
 
 function nameFrom(claim: unknown): string | null {
   if (typeof claim !== 'string') return null;
-  const name = claim.trim().slice(0, 100);
+  // A display name is cleaned rather than refused (the provider chose it, not the user signing in), and cut
+  // before cleaning so that a pair split at the cut becomes U+FFFD.
+  const name = toStorable(claim.trim().slice(0, 100));
   return name === '' ? null : name;
 }
 

@@ -199,6 +199,16 @@ describe('OIDC ID tokens as owner bearer tokens', () => {
     expect((await app.request('GET', `/api/v1/chat-interfaces/${id}`, { token: other.token })).status).toBe(404);
   });
 
+  // The database refuses NUL and unpaired surrogates: a token carrying them came back a 500.
+  it('refuses a subject or email that is not storable text, and cleans such a display name', async () => {
+    expect((await me(await idToken({ sub: 'user-\u0000-nul' }))).status).toBe(401);
+    expect((await me(await idToken({ sub: 'user-\ud800-half' }))).status).toBe(401);
+    expect((await me(await idToken({ email: 'nul\u0000@idp.example.com' }))).status).toBe(401);
+    const res = await me(await idToken({ email: 'odd.name@idp.example.com', name: `Na\u0000me${'x'.repeat(94)}\u{1F600}` }));
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data.owner.name).toBe(`Name${'x'.repeat(94)}\uFFFD`);
+  });
+
   it('refuses an unknown subject without a verified email', async () => {
     expect((await me(await idToken({ email: 'unverified@idp.example.com', email_verified: false }))).status).toBe(401);
     expect((await me(await idToken({ email: 'stringy@idp.example.com', email_verified: 'true' }))).status).toBe(401);
