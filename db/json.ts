@@ -1,9 +1,11 @@
 import { sql, type RawBuilder } from 'kysely';
+import { toStorable } from '../schema/text-input.ts';
 
 /**
  * A JSON value for a jsonb column. Sent as text and cast in SQL, because the two drivers disagree on
- * untyped parameters (postgres.js would JSON-encode a string a second time).
+ * untyped parameters (postgres.js would JSON-encode a string a second time). Made storable first: jsonb refuses
+ * NUL and unpaired surrogates, which a provider's reply may hold (a client's input was refused already).
  */
 export function jsonb<T>(value: T): RawBuilder<T> {
-  return sql<T>`cast(${JSON.stringify(value)}::text as jsonb)`;
+  return sql<T>`cast(${JSON.stringify(toStorable(value))}::text as jsonb)`;
 }

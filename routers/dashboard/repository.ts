@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { DB } from '../../db/types.ts';
+import { jsonb } from '../../db/json.ts';
 import type { Activity } from './activity.ts';
 
 type Db = Kysely<DB> | Transaction<DB>;
@@ -7,8 +8,11 @@ type Db = Kysely<DB> | Transaction<DB>;
 /** Stands for "no interface" in the rollups' keys (an owner-wide figure such as a failed document). */
 export const NO_INTERFACE = '00000000-0000-0000-0000-000000000000';
 
-/** The activity as the database function count_activity reads it. */
-export const activityJson = (activity: Activity) => sql`cast(${JSON.stringify(activity)}::text as jsonb)`;
+/**
+ * The activity as the database function count_activity reads it. Its question is a visitor's text cut to 200
+ * characters, which can split an emoji: jsonb would refuse the half left, failing the whole chat turn.
+ */
+export const activityJson = (activity: Activity) => jsonb(activity);
 
 /** Adds an event to today's rollups, in the caller's transaction when it passes one. */
 export async function countActivity(db: Db, ownerId: string, chatInterfaceId: string | null, activity: Activity) {

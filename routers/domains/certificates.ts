@@ -7,6 +7,7 @@ import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import * as certs from './certificate-repository.ts';
 import * as repo from './repository.ts';
 import { domainEventData } from './verification.ts';
+import { toStorable } from '../../schema/text-input.ts';
 
 export const CERTIFICATE_JOB = 'domain.certificate';
 type CertificatePayload = { domainId: string };
@@ -107,7 +108,8 @@ export function certificateJobHandlers(deps: AppDeps): Record<string, JobHandler
         deps.domainCertificates.forget(domain.hostname);
         await queueCertificate(deps, domainId, renewalTime(issued.notBefore, issued.notAfter));
       } catch (error) {
-        const reason = `The CA did not issue: ${error instanceof Error ? error.message.slice(0, 300) : String(error)}`;
+        // The CA's own words, made storable: a refused write would leave the certificate pending with no reason.
+        const reason = toStorable(`The CA did not issue: ${error instanceof Error ? error.message.slice(0, 300) : String(error)}`);
         // A renewal that fails keeps serving the certificate it has until it expires.
         if (current?.cert_pem) await certs.saveCertificateState(db, domainId, domain.hostname, { status: 'renewing', reason });
         else await recordFailure(deps, domain, reason);

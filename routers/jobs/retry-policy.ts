@@ -1,5 +1,6 @@
 import type { Logger } from '../../adapters/outbound/logger.ts';
 import { CountedAttemptError, type Job, PermanentJobError, RescheduleJob } from './handler.ts';
+import { toStorable } from '../../schema/text-input.ts';
 
 /**
  * What becomes of a failed attempt: rescheduled (the handler said when), given back (stop() interrupted it), dead
@@ -14,7 +15,10 @@ export function defaultBackoff(attempt: number): number {
   return Math.round(base * (0.8 + Math.random() * 0.4));
 }
 
-/** A failure as written to last_error and the logs: capped, whatever the handler threw. */
+/**
+ * A failure as written to last_error and the logs: capped and storable, whatever the handler threw (a message may
+ * quote a mail server's or a provider's reply, NUL included, and a refused write left the job running).
+ */
 export function errorText(error: unknown): string {
   let text: string;
   if (error instanceof Error) text = error.message || error.name;
@@ -26,7 +30,7 @@ export function errorText(error: unknown): string {
       text = String(error);
     }
   }
-  return text.length > MAX_ERROR_LENGTH ? text.slice(0, MAX_ERROR_LENGTH) + '…' : text;
+  return toStorable(text.length > MAX_ERROR_LENGTH ? text.slice(0, MAX_ERROR_LENGTH) + '…' : text);
 }
 
 export const fieldsOf = (job: Job) => ({ jobId: job.id, kind: job.kind, attempt: job.attempts, maxAttempts: job.maxAttempts });

@@ -82,7 +82,7 @@ export async function connect(deps: Deps, request: ConnectRequest) {
       status: 'ACTIVE',
       status_reason: null,
       access_token_enc: request.apiKey ? deps.secrets.seal(request.apiKey) : null,
-      identity: check.identity ?? null,
+      identity: check.identity === undefined ? null : toStorable(check.identity),
       settings: request.settings,
       scopes: [],
     });
@@ -199,13 +199,14 @@ export async function activate(deps: Deps, account: repo.AccountRow) {
     timeoutMs: CHECK_TIMEOUT_MS,
   });
   if (!check.ok) {
-    await repo.updateAccount(deps.database.db, account.id, { last_error: check.reason });
+    await repo.updateAccount(deps.database.db, account.id, { last_error: toStorable(check.reason) });
     throw new AppError('CONFLICT', 'Credential check failed', check.reason);
   }
   const row = await repo.updateAccount(deps.database.db, account.id, {
     status: 'ACTIVE',
     status_reason: null,
-    identity: check.identity ?? account.identity,
+    // Named by the provider (a workspace, a calendar): stored as text, which refuses NUL.
+    identity: check.identity === undefined ? account.identity : toStorable(check.identity),
     last_error: null,
   });
   return toAccount(row!);

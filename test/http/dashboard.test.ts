@@ -373,3 +373,18 @@ describe('rate-limit refusals', () => {
     expect(other.interfaces[0].rateLimited).toBe(0);
   });
 });
+
+describe('unanswered questions cut at 200 characters', () => {
+  // The question is kept in the day's rollups (jsonb) cut at 200 characters: cut inside an emoji, the half left
+  // made the database refuse the turn, and the visitor got a 500 for a message the input check had accepted.
+  it('a question whose cut splits an emoji is answered and counted, in chat and in a knowledge-base query', async () => {
+    const question = `${'q'.repeat(199)}\u{1F600} zebra?`;
+    const before = (await app.request('GET', '/api/v1/dashboard', { token: a.token })).body.data.totals.unanswered;
+    const answered = await chat(kbIface, question);
+    expect(answered.status, answered.text).toBe(200);
+    const query = await app.request('POST', '/api/v1/knowledge-base/query', { token: a.token, body: { configId, query: question } });
+    expect(query.status, query.text).toBe(200);
+    const after = (await app.request('GET', '/api/v1/dashboard', { token: a.token })).body.data.totals.unanswered;
+    expect(after).toBe(before + 2);
+  });
+});
