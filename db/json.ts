@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import { toStorable } from '../schema/text-input.ts';
+import { storableJson } from '../schema/text-input.ts';
 
 /**
  * A JSON value for a jsonb column. Sent as text and cast in SQL, because the two drivers disagree on
@@ -7,5 +7,5 @@ import { toStorable } from '../schema/text-input.ts';
  * NUL and unpaired surrogates, which a provider's reply may hold (a client's input was refused already).
  */
 export function jsonb<T>(value: T): RawBuilder<T> {
-  return sql<T>`cast(${JSON.stringify(toStorable(value))}::text as jsonb)`;
+  return sql<T>`cast(${storableJson(value)}::text as jsonb)`;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createStreamCleaner, findIllFormedText, JsonTooDeepError, parseUntrustedJson, toStorable } from './text-input.ts';
+import { createStreamCleaner, findIllFormedText, JsonTooDeepError, parseUntrustedJson, storableJson, toStorable } from './text-input.ts';
 
 describe('findIllFormedText', () => {
   it('accepts ordinary text, astral characters (paired surrogates), numbers and bytes', () => {
@@ -90,5 +90,19 @@ describe('parseUntrustedJson', () => {
     expect(() => parseUntrustedJson(`{"error":${'{"a":'.repeat(50_000)}1${'}'.repeat(50_001)}`)).toThrow('JSON nested more than 64 levels deep');
     expect(() => parseUntrustedJson(nested(65))).toThrow(SyntaxError);
     expect(() => parseUntrustedJson('{"a":')).toThrow(SyntaxError);
+  });
+});
+
+describe('storableJson', () => {
+  it('writes clean values exactly as JSON.stringify does, Dates by their toJSON and without undefined properties', () => {
+    const value = { at: new Date(Date.UTC(2026, 10, 29)), list: [1, 'two', null, { three: true }], gone: undefined, emoji: '😀' };
+    expect(storableJson(value)).toBe(JSON.stringify(value));
+    expect(storableJson('text')).toBe('"text"');
+    expect(storableJson(undefined)).toBeUndefined();
+  });
+
+  it('drops NUL and turns unpaired surrogates into U+FFFD, in strings and keys at any depth', () => {
+    expect(JSON.parse(storableJson({ 'k\u0000ey': ['a\u0000b', { deep: `${'q'.repeat(3)}\ud83d` }] })!)).toEqual({ key: ['ab', { deep: 'qqq\uFFFD' }] });
+    expect(JSON.parse(storableJson('\udc00x')!)).toBe('\uFFFDx');
   });
 });

@@ -139,3 +139,17 @@ export function toStorable<T>(value: T): T {
   }
   return value;
 }
+
+/**
+ * JSON.stringify of `value` with every string and key made storable as toStorable makes them, and JSON's own rules
+ * kept (a Date is written by its toJSON, an undefined property is left out), for a jsonb value we did not check.
+ */
+export function storableJson(value: unknown): string | undefined {
+  return JSON.stringify(value, (_key, item: unknown) => {
+    if (typeof item === 'string') return toStorable(item);
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) return item;
+    const keys = Object.keys(item);
+    if (!keys.some((key) => key.includes(NUL) || LONE_SURROGATE.test(key))) return item;
+    return Object.fromEntries(keys.map((key) => [toStorable(key), (item as Record<string, unknown>)[key]]));
+  });
+}
