@@ -91,7 +91,17 @@ function nestsDeeperThan(value: unknown, levels: number): boolean {
   while (stack.length > 0) {
     const visit = stack.pop()!;
     if (visit.depth > levels) return true;
-    for (const child of Object.values(visit.value)) {
+    // Indexed, not copied with Object.values: an embeddings reply is thousands of number arrays, read on every batch.
+    const container = visit.value as Record<string | number, unknown>;
+    if (Array.isArray(container)) {
+      for (let i = 0; i < container.length; i++) {
+        const child: unknown = container[i];
+        if (typeof child === 'object' && child !== null) stack.push({ value: child, depth: visit.depth + 1 });
+      }
+      continue;
+    }
+    for (const key of Object.keys(container)) {
+      const child = container[key];
       if (typeof child === 'object' && child !== null) stack.push({ value: child, depth: visit.depth + 1 });
     }
   }
