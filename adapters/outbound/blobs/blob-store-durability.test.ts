@@ -80,6 +80,17 @@ const tick = () => new Promise((resolve) => setTimeout(resolve, 1));
 
 const prefix = '7d0c1b9e-0e55-4a4f-8f3c-1f4bb1f0a001';
 
+/** A store whose prefix folder was made by one put, then removed behind its back; flushes of `root` are held. */
+async function storeWithRemovedFolder(name: string) {
+  const root = join(base, name);
+  const store = createDirectoryBlobStore(root);
+  await store.put(prefix, new Uint8Array([0]));
+  rmSync(join(root, prefix), { recursive: true });
+  let release!: () => void;
+  held.set(root, new Promise<void>((resolve) => (release = resolve)));
+  return { root, store, release };
+}
+
 describe('directory blob store: what is on disk when a put resolves', () => {
   it("flushes the file, its folder, and every new folder's entry in its parent, before resolving", async () => {
     const root = join(base, 'new', 'root');
@@ -197,12 +208,7 @@ describe('directory blob store: what is on disk when a put resolves', () => {
   });
 
   it('puts that find their folder removed behind the store both wait for its entry to be flushed again', async () => {
-    const root = join(base, 'removed');
-    const store = createDirectoryBlobStore(root);
-    await store.put(prefix, new Uint8Array([0]));
-    rmSync(join(root, prefix), { recursive: true });
-    let release!: () => void;
-    held.set(root, new Promise<void>((resolve) => (release = resolve)));
+    const { root, store, release } = await storeWithRemovedFolder('removed');
     const acked: string[] = [];
     const puts = [1, 2].map((n) => store.put(prefix, new Uint8Array([n])).then((key) => void acked.push(key)));
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -214,12 +220,7 @@ describe('directory blob store: what is on disk when a put resolves', () => {
   });
 
   it('a put whose file opens after another put has made its removed folder again waits for that folder to be flushed', async () => {
-    const root = join(base, 'remade');
-    const store = createDirectoryBlobStore(root);
-    await store.put(prefix, new Uint8Array([0]));
-    rmSync(join(root, prefix), { recursive: true });
-    let release!: () => void;
-    held.set(root, new Promise<void>((resolve) => (release = resolve)));
+    const { root, store, release } = await storeWithRemovedFolder('remade');
     filesOpened = 0;
     flushStarts.length = 0;
     // The second put's file opens only once the first has found the folder missing, made it again and started
