@@ -30,7 +30,7 @@ export function decodeEntities(text: string): string {
   });
 }
 
-// Private-use characters delimit placeholders for inline code spans, so inline rules never touch them.
+// Private-use characters mark where inline code spans were taken out (and are put back), so inline rules never touch them.
 const PH_OPEN = '\uE000';
 const PH_CLOSE = '\uE001';
 
