@@ -89,49 +89,56 @@ export function buildExtractiveAnswer(query: string, passages: Passage[], option
     passageIndex: number;
     sentenceIndex: number;
     text: string;
-    key: string;
-    terms: ReadonlySet<string>;
+    /** The sentence's terms in order, repeats included (shared with the cache: read only). */
+    terms: readonly string[];
     words: number;
+    /** Which query terms it holds (indexes into queryTerms, ascending), or undefined for none. */
+    matches: number[] | undefined;
+    /** The sentence's words joined by spaces, made when first needed (to find repeats across overlapping chunks). */
+    key: string | undefined;
     score: number;
     coverage: number;
   }
   const candidates: Candidate[] = [];
   passages.forEach((passage, passageIndex) => {
     for (const s of analyzedSentences(passage, analyzer)) {
-      candidates.push({ passageIndex, sentenceIndex: s.index, text: s.text, key: s.key, terms: s.terms, words: s.words, score: 0, coverage: 0 });
+      candidates.push({ passageIndex, sentenceIndex: s.index, text: s.text, terms: s.terms, words: s.words, matches: undefined, key: undefined, score: 0, coverage: 0 });
     }
   });
   if (candidates.length === 0) return notFound;
 
-  // 3. Scores.
-  const documentFrequency = new Map<string, number>();
-  for (const c of candidates) for (const t of c.terms) if (querySet.has(t)) documentFrequency.set(t, (documentFrequency.get(t) ?? 0) + 1);
+  // 3. Scores. Only a sentence's query terms are looked at (each counted once per sentence); a sentence's distinct
+  // terms are counted only for those that hold one.
+  const queryIndex = new Map(queryTerms.map((t, i) => [t, i] as const));
+  const documentFrequency = new Array<number>(queryTerms.length).fill(0);
+  const lastSeenIn = new Array<number>(queryTerms.length).fill(-1);
+  candidates.forEach((c, ci) => {
+    for (const t of c.terms) {
+      const qi = queryIndex.get(t);
+      if (qi === undefined || lastSeenIn[qi] === ci) continue;
+      lastSeenIn[qi] = ci;
+      documentFrequency[qi]! += 1;
+      (c.matches ??= []).push(qi);
+    }
+  });
   const n = candidates.length;
-  const idf = new Map(
-    queryTerms.map((t) => {
-      const df = documentFrequency.get(t) ?? 0;
-      return [t, Math.log(1 + (n - df + 0.5) / (df + 0.5))] as const;
-    }),
-  );
+  const idf = documentFrequency.map((df) => Math.log(1 + (n - df + 0.5) / (df + 0.5)));
   // Query terms found nowhere do not count: coverage is relative to what the passages can answer.
-  const presentTerms = queryTerms.filter((t) => documentFrequency.has(t));
-  const totalIdf = presentTerms.reduce((sum, t) => sum + (idf.get(t) ?? 0), 0);
+  const presentTerms = queryTerms.flatMap((_, qi) => (documentFrequency[qi]! > 0 ? [qi] : []));
+  const totalIdf = presentTerms.reduce((sum, qi) => sum + idf[qi]!, 0);
   const bestRetrieval = Math.max(0, ...passages.map((p) => (Number.isFinite(p.score) ? p.score : 0)));
 
   for (const c of candidates) {
+    if (c.matches === undefined) continue;
+    // Summed in the query's term order, whatever the sentence's.
+    c.matches.sort((a, b) => a - b);
     let matchedIdf = 0;
-    let matched = 0;
-    for (const t of queryTerms) {
-      if (c.terms.has(t)) {
-        matchedIdf += idf.get(t) ?? 0;
-        matched += 1;
-      }
-    }
-    if (matched === 0) continue;
+    for (const qi of c.matches) matchedIdf += idf[qi]!;
+    const matched = c.matches.length;
     c.coverage = totalIdf > 0 ? matchedIdf / totalIdf : matched / presentTerms.length;
     const retrieval = passages[c.passageIndex]!.score;
     const retrievalShare = bestRetrieval > 0 && Number.isFinite(retrieval) ? Math.min(1, Math.max(0, retrieval / bestRetrieval)) : 0;
-    c.score = c.coverage + RETRIEVAL_WEIGHT * retrievalShare + DENSITY_WEIGHT * (matched / c.terms.size);
+    c.score = c.coverage + RETRIEVAL_WEIGHT * retrievalShare + DENSITY_WEIGHT * (matched / new Set(c.terms).size);
     if (c.words < SHORT_FRAGMENT_WORDS) c.score *= 0.5;
   }
   const ranked = candidates
@@ -145,7 +152,8 @@ export function buildExtractiveAnswer(query: string, passages: Passage[], option
   const selected: Candidate[] = [];
   // Overlapping chunks repeat sentences, sometimes cut: a sentence whose words are contained in another's is a repeat.
   const contains = (a: string, b: string): boolean => ` ${a} `.includes(` ${b} `);
-  const isRepeat = (c: Candidate): boolean => selected.some((s) => contains(s.key, c.key) || contains(c.key, s.key));
+  const keyOf = (c: Candidate): string => (c.key ??= tokenize(c.text).join(' '));
+  const isRepeat = (c: Candidate): boolean => selected.some((s) => contains(keyOf(s), keyOf(c)) || contains(keyOf(c), keyOf(s)));
   const usedPassages = new Set<number>();
   for (const preferNewPassage of [true, false]) {
     for (const c of ranked) {
@@ -191,10 +199,8 @@ export function buildExtractiveAnswer(query: string, passages: Passage[], option
 interface AnalyzedSentence {
   index: number;
   text: string;
-  /** The sentence's words joined by spaces (to find repeats across overlapping chunks). */
-  key: string;
-  /** Shared with the cache: read only. */
-  terms: ReadonlySet<string>;
+  /** Its terms in order, repeats included. Shared with the cache: read only. */
+  terms: readonly string[];
   words: number;
 }
 
@@ -210,9 +216,9 @@ function analyzedSentences(passage: Passage, analyzer: AnalyzerLanguage): Analyz
   const sentences: AnalyzedSentence[] = [];
   splitSentences(passage.text).forEach((text, index) => {
     const words = tokenize(text);
-    const terms = new Set(analyzeTokens(words, analyzer));
-    if (terms.size === 0) return;
-    sentences.push({ index, text, key: words.join(' '), terms, words: words.length });
+    const terms = analyzeTokens(words, analyzer);
+    if (terms.length === 0) return;
+    sentences.push({ index, text, terms, words: words.length });
   });
   sentenceCache.delete(cacheKey);
   if (sentenceCache.size >= SENTENCE_CACHE_ENTRIES) sentenceCache.delete(sentenceCache.keys().next().value!);
