@@ -1,6 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { request } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generate } from 'selfsigned';
@@ -101,5 +104,56 @@ export async function reserveAcmeCa() {
           }),
       };
     },
+  };
+}
+
+export interface RefusingAcmeCa {
+  /** http://127.0.0.1:<port>/dir, for ACME_DIRECTORY_URL. */
+  directoryUrl: string;
+  /** 127.0.0.1:<port>, for OUTBOUND_ALLOW_HOSTS. */
+  hostPort: string;
+  /** Method and path of every request, in order. */
+  requests: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * A CA speaking just enough ACME (RFC 8555) to refuse an order, for what pebble cannot say: its directory, nonces,
+ * a new account it accepts, and every new order answered 400 `rejectedIdentifier` with `detail` as the problem's
+ * detail (JSON's escapes carry a NUL or a lone surrogate as they are). Plain HTTP on 127.0.0.1; signatures are
+ * not checked.
+ */
+export async function startRefusingAcmeCa(detail: string): Promise<RefusingAcmeCa> {
+  const requests: string[] = [];
+  let origin = '';
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      requests.push(`${req.method} ${req.url}`);
+      const headers = { 'replay-nonce': randomBytes(16).toString('base64url'), 'cache-control': 'no-store' };
+      const json = (status: number, body: unknown, more: Record<string, string> = {}) =>
+        res.writeHead(status, { ...headers, 'content-type': 'application/json', ...more }).end(JSON.stringify(body));
+      if (req.method === 'GET' && req.url === '/dir')
+        return json(200, { newNonce: `${origin}/nonce`, newAccount: `${origin}/account`, newOrder: `${origin}/order` });
+      if (req.url === '/nonce') return res.writeHead(req.method === 'HEAD' ? 200 : 204, headers).end();
+      if (req.method === 'POST' && req.url === '/account')
+        return json(201, { status: 'valid', orders: `${origin}/account/1/orders` }, { location: `${origin}/account/1` });
+      if (req.method === 'POST' && req.url === '/order')
+        return json(400, { type: 'urn:ietf:params:acme:error:rejectedIdentifier', detail, status: 400 }, { 'content-type': 'application/problem+json' });
+      return json(404, { type: 'urn:ietf:params:acme:error:malformed', detail: 'not found', status: 404 }, { 'content-type': 'application/problem+json' });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  origin = `http://127.0.0.1:${port}`;
+  return {
+    directoryUrl: `${origin}/dir`,
+    hostPort: `127.0.0.1:${port}`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
