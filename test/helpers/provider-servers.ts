@@ -9,6 +9,7 @@
  *
  * - Slack (`url` = <origin>/api): chat.postMessage, auth.test, api.test. Answers 200 with `{ok: false, error}` for
  *   every refusal like the real Web API: `not_authed` / `invalid_auth`, `channel_not_found` for `#nope`, `no_text`.
+ *   auth.test names the workspace `teamName` ('Acme' unless given to startSlackServer or set on the server).
  * - Google Calendar (`url` = <origin>/calendar/v3): freeBusy, calendars/:id/events, users/me/calendarList, and the
  *   discovery document at /discovery/v1/apis/calendar/v3/rest. Errors are `{error: {code, message, status, errors}}`.
  *   Busy blocks are preset in `busy[calendarId]`; calendars are 'primary' and the keys of `busy`, and
@@ -144,12 +145,18 @@ function asObject(value: unknown): Record<string, unknown> | null {
 // ---------------------------------------------------------------------------
 // Slack Web API
 
-export async function startSlackServer(): Promise<ProviderServer> {
+export interface SlackServer extends ProviderServer {
+  /** The workspace name auth.test answers as `team`; a test may change it (any text, NUL included). */
+  teamName: string;
+}
+
+export async function startSlackServer(options: { teamName?: string } = {}): Promise<SlackServer> {
   const validTokens = new Set<string>();
+  const state = { teamName: options.teamName ?? 'Acme' };
   let counter = 100;
   const channelId = (name: string) => (name.startsWith('#') ? `C${Buffer.from(name.slice(1)).toString('hex').slice(0, 9).toUpperCase().padEnd(9, '0')}` : name);
 
-  return startServer(
+  const base = await startServer(
     '/api',
     (req, reply) => {
       if (req.path === '/api/api.test') return reply.json(200, { ok: true });
@@ -164,7 +171,7 @@ export async function startSlackServer(): Promise<ProviderServer> {
         return reply.json(200, {
           ok: true,
           url: 'https://acme.slack.com/',
-          team: 'Acme',
+          team: state.teamName,
           user: 'toolbot',
           team_id: 'T0ACME0001',
           user_id: 'U0TOOLBOT1',
@@ -202,6 +209,13 @@ export async function startSlackServer(): Promise<ProviderServer> {
     },
     validTokens,
   );
+  return Object.defineProperty(base, 'teamName', {
+    get: () => state.teamName,
+    set: (value: string) => {
+      state.teamName = value;
+    },
+    enumerable: true,
+  }) as SlackServer;
 }
 
 // ---------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 import { OAuth2Server } from 'oauth2-mock-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHttpEndpoint, startSlackServer, type HttpEndpointServer, type ProviderServer } from '../helpers/provider-servers.ts';
+import { startHttpEndpoint, startSlackServer, type HttpEndpointServer, type SlackServer } from '../helpers/provider-servers.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 import { until } from '../helpers/eventually.ts';
 import { startWebhookReceiver, verifyDelivery, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
@@ -12,7 +12,7 @@ import { startWebhookReceiver, verifyDelivery, type WebhookReceiver } from '../h
  */
 
 let oauth: OAuth2Server;
-let slack: ProviderServer;
+let slack: SlackServer;
 let endpoint: HttpEndpointServer;
 let receiver: WebhookReceiver;
 let app: TestApp;
@@ -196,6 +196,21 @@ describe('OAuth 2 connection', () => {
     expect(after.token_expires_at!.getTime()).toBeGreaterThan(Date.now());
     expect(after.last_refresh_at).not.toBeNull();
     expect(one.body.data.account.identity).toBe('Acme/toolbot');
+  });
+
+  it('a workspace name holding NUL and a lone surrogate is stored as storable text; connection and activation succeed', async () => {
+    slack.teamName = 'Ac\u0000me \uD800Labs';
+    try {
+      const id = await activeSlackAccount();
+      const res = await app.request('POST', `/api/v1/toolhub/accounts/${id}/activate`, { token: a.token });
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.data.account).toMatchObject({ id, status: 'ACTIVE', identity: 'Acme \uFFFDLabs/toolbot' });
+      const row = await app.deps.database.db.selectFrom('toolhub_accounts').select('identity').where('id', '=', id).executeTakeFirstOrThrow();
+      expect(row.identity).toBe('Acme \uFFFDLabs/toolbot');
+      expect((await app.request('GET', `/api/v1/toolhub/accounts/${id}`, { token: a.token })).body.data.account.identity).toBe('Acme \uFFFDLabs/toolbot');
+    } finally {
+      slack.teamName = 'Acme';
+    }
   });
 
   it('invalid_grant on refresh: the account is EXPIRED with the reason, and the owner’s webhook hears of it', async () => {
