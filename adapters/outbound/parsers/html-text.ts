@@ -32,7 +32,9 @@ export function htmlToText(html: string): string {
     else endLine(blankAfter);
   };
 
-  const tokens = html.split(/(<[^>]*>)/);
+  // A tag holds no '<' (mammoth escapes it in text and attributes): stopping there keeps the split linear on a
+  // run of unclosed '<', which `[^>]*` searched to the end from each one.
+  const tokens = html.split(/(<[^<>]*>)/);
   for (const token of tokens) {
     if (!token) continue;
     if (token[0] !== '<') {
