@@ -8,6 +8,7 @@ import { AppError, ERROR_CODES, type ErrorCode } from '../../../schema/errors.ts
 import { HTTP_STATUS } from '../http-status.ts';
 import { readBodyBytes } from '../request-body.ts';
 import { buildGraphqlSchema } from './schema.ts';
+import { createParseCache } from './parse-cache.ts';
 import { GRAPHIQL_SECURITY_HEADERS, renderGraphiqlPage } from './graphiql.ts';
 
 /**
@@ -119,6 +120,7 @@ export function createGraphqlHandler(router: AnyRouter, maxBodyBytes: number) {
     schema: buildGraphqlSchema(router) as never,
     graphqlEndpoint: '/graphql',
     maxRequestBodySize: maxBodyBytes,
+    parserAndValidationCache: { documentCache: createParseCache(), errorCache: createParseCache() },
     context: ({ ctx }) => ctx,
     // Our resolvers already turn errors into safe GraphQLErrors; anything else is masked by Yoga.
     maskedErrors: true,
