@@ -47,6 +47,13 @@ export async function listTickets(
 export const findTicket = (db: Db, viewer: { ownerId: string; admin: boolean }, id: string) =>
   visibleTickets(db, viewer).selectAll().where('id', '=', id).executeTakeFirst();
 
+/**
+ * The same ticket, locked until the transaction ends: a change checks its transition against this row, so two
+ * changes of one ticket take turns and the second sees the status the first left.
+ */
+export const lockTicket = (trx: Transaction<DB>, viewer: { ownerId: string; admin: boolean }, id: string) =>
+  visibleTickets(trx, viewer).selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+
 export const listMessages = (db: Db, ticketId: string) =>
   db.selectFrom('support_messages').selectAll().where('ticket_id', '=', ticketId).orderBy('created_at').orderBy('id').execute();
 

@@ -215,15 +215,20 @@ export const supportRouter = router({
       if ((input.priority !== undefined || input.assignee !== undefined) && !viewer.admin) {
         throw new AppError('FORBIDDEN', 'Priority and assignee are set by admins');
       }
-      const current = await visibleTicket(ctx, input.ticketId);
-      const status = input.status ?? (input.reply && current.status === 'open' ? 'pending' : undefined);
-      if (status && status !== current.status && !TRANSITIONS[current.status].includes(status)) {
-        throw new AppError('CONFLICT', 'Status change not allowed', `A ${current.status} ticket can become ${TRANSITIONS[current.status].join(', ')}`);
-      }
-      const author = current.owner_id === ctx.owner.id ? ('owner' as const) : ('admin' as const);
+      if (!isUuid(input.ticketId)) throw ticketNotFound();
       const row = await withEvents(
         ctx.deps,
         async (trx) => {
+          // Read, check and write under the ticket's row lock: a change sent at the same time as this one waits, then
+          // checks its move against the status this one left (closed then pending is a 409 together too, as one after
+          // the other). A refusal here rolls back: nothing written, no event.
+          const current = await repo.lockTicket(trx, viewer, input.ticketId);
+          if (!current) throw ticketNotFound();
+          const status = input.status ?? (input.reply && current.status === 'open' ? 'pending' : undefined);
+          if (status && status !== current.status && !TRANSITIONS[current.status].includes(status)) {
+            throw new AppError('CONFLICT', 'Status change not allowed', `A ${current.status} ticket can become ${TRANSITIONS[current.status].join(', ')}`);
+          }
+          const author = current.owner_id === ctx.owner.id ? ('owner' as const) : ('admin' as const);
           const updated = await repo.updateTicket(
             trx,
             current.id,
