@@ -16,20 +16,76 @@ export const instantInput = z.iso
   }, 'must be between 1970 and 9000')
   .meta({ example: '2027-03-15T13:00:00Z' });
 
-/** An IANA zone Intl knows (the same database luxon reads). */
+/**
+ * Current IANA names that the ICU under Node 20's Intl reports by an older alias (Asia/Kolkata as Asia/Calcutta,
+ * Europe/Kyiv as Europe/Kiev): a caller who names one of these, in any case, gets it back spelled so.
+ */
+const CURRENT_IANA_NAMES = [
+  'Africa/Asmara',
+  'America/Argentina/Buenos_Aires',
+  'America/Argentina/Catamarca',
+  'America/Argentina/Cordoba',
+  'America/Argentina/Jujuy',
+  'America/Argentina/Mendoza',
+  'America/Atikokan',
+  'America/Indiana/Indianapolis',
+  'America/Kentucky/Louisville',
+  'America/Nuuk',
+  'Asia/Ho_Chi_Minh',
+  'Asia/Kathmandu',
+  'Asia/Kolkata',
+  'Asia/Yangon',
+  'Atlantic/Faroe',
+  'Europe/Kyiv',
+  'Pacific/Chuuk',
+  'Pacific/Kanton',
+  'Pacific/Pohnpei',
+];
+/** Intl matches zone names ignoring ASCII case, so this is the key of a name (and of all its spellings). */
+const asciiLower = (text: string) => text.replace(/[A-Z]/g, (c) => c.toLowerCase());
+const currentByKey = new Map(CURRENT_IANA_NAMES.map((name) => [asciiLower(name), name]));
+/** By asciiLower key, valid zones only: at most the few hundred names Intl knows (the cap is a backstop). */
+const canonicalByKey = new Map<string, string>();
+const CANONICAL_CACHE_MAX = 2000;
+
+/**
+ * The one spelling of a zone name Intl accepts, or null when it accepts none: the name as the runtime's Intl spells
+ * it (`europe/BERLIN` -> `Europe/Berlin`, `utc` -> `UTC`), or the current IANA name above, or else the zone Intl
+ * resolves an old alias to (`us/eastern` -> `America/New_York`). Every case variant of a name gives the same answer,
+ * so the names that reach luxon (which keeps one zone object and one Intl.DateTimeFormat per distinct string, for
+ * ever) are a bounded set; caller-chosen capitalisations would grow that cache without end. Memoised: building the
+ * DateTimeFormat costs 0.1-0.4 ms.
+ */
+export function canonicalTimeZone(zone: string): string | null {
+  const key = asciiLower(zone);
+  const known = canonicalByKey.get(key);
+  if (known !== undefined) return known;
+  let resolved: string;
+  try {
+    resolved = new Intl.DateTimeFormat('en', { timeZone: zone }).resolvedOptions().timeZone;
+  } catch {
+    return null;
+  }
+  const canonical = asciiLower(resolved) === key ? resolved : (currentByKey.get(key) ?? resolved);
+  if (canonicalByKey.size < CANONICAL_CACHE_MAX) canonicalByKey.set(key, canonical);
+  return canonical;
+}
+
+/**
+ * An IANA zone Intl knows (the same database luxon reads), answered and stored in its canonical spelling
+ * (canonicalTimeZone): never the caller's own capitalisation.
+ */
 export const timeZoneSchema = z
   .string()
   .min(1)
   .max(64)
-  .refine((zone) => {
-    try {
-      new Intl.DateTimeFormat('en', { timeZone: zone });
-      return true;
-    } catch {
-      return false;
-    }
-  }, 'must be an IANA time zone such as Europe/Berlin')
-  .meta({ example: 'Europe/Berlin' });
+  .transform((zone, ctx) => {
+    const canonical = canonicalTimeZone(zone);
+    if (canonical !== null) return canonical;
+    ctx.addIssue({ code: 'custom', message: 'must be an IANA time zone such as Europe/Berlin', input: zone });
+    return z.NEVER;
+  })
+  .meta({ example: 'Europe/Berlin', description: 'An IANA time zone; answered in its canonical spelling (europe/berlin -> Europe/Berlin)' });
 
 const wallTime = z
   .string()

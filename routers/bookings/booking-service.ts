@@ -7,7 +7,7 @@ import type { AppDeps } from '../context.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import { bookingMailFacts, queueBookingMail, queueReminder } from './mail.ts';
 import * as repo from './repository.ts';
-import { type Availability, conflicts, freeSlots, isFreeSlot, localIso } from './slots.ts';
+import { type Availability, conflicts, freeSlots, isFreeSlot, localIso, storedZone } from './slots.ts';
 
 type Deps = Pick<AppDeps, 'database' | 'webhookJobs' | 'mailJobs' | 'secrets' | 'config'>;
 
@@ -20,7 +20,7 @@ export interface AttendeeInput {
 
 export function toAvailability(row: repo.AvailabilityRow): Availability {
   return {
-    timeZone: row.time_zone,
+    timeZone: storedZone(row.time_zone),
     weekly: row.weekly as Availability['weekly'],
     overrides: row.overrides as Availability['overrides'],
     slotMinutes: row.slot_minutes,
@@ -34,6 +34,7 @@ export function toAvailability(row: repo.AvailabilityRow): Availability {
 }
 
 export function toBooking(row: repo.BookingRow) {
+  const attendeeZone = storedZone(row.attendee_time_zone);
   return {
     id: row.id,
     chatInterfaceId: row.chat_interface_id,
@@ -41,9 +42,9 @@ export function toBooking(row: repo.BookingRow) {
     source: row.source,
     start: row.start_at.toISOString(),
     end: row.end_at.toISOString(),
-    localStart: localIso(row.start_at, row.attendee_time_zone),
+    localStart: localIso(row.start_at, attendeeZone),
     exclusive: row.exclusive,
-    attendee: { name: row.attendee_name, email: row.attendee_email, phone: row.attendee_phone, timeZone: row.attendee_time_zone },
+    attendee: { name: row.attendee_name, email: row.attendee_email, phone: row.attendee_phone, timeZone: attendeeZone },
     notes: row.notes,
     sessionId: row.session_id,
     cancelReason: row.cancel_reason,

@@ -8,6 +8,7 @@ import { findOwnedInterface } from '../chat-interfaces/repository.ts';
 import type { AppDeps } from '../context.ts';
 import { CountedAttemptError, type JobHandler, PermanentJobError } from '../jobs/handler.ts';
 import * as repo from './repository.ts';
+import { storedZone } from './slots.ts';
 
 export const BOOKING_MAIL_JOB = 'booking.mail';
 type MailKind = 'confirmation' | 'cancellation' | 'reminder';
@@ -52,11 +53,11 @@ export async function bookingMailFacts(db: Kysely<DB> | Transaction<DB>, booking
     bookingId: booking.id,
     ownerEmail: owner.email,
     interfaceName: iface.name,
-    ownerTimeZone: (await repo.findAvailability(db, booking.chat_interface_id))?.time_zone ?? 'UTC',
+    ownerTimeZone: storedZone((await repo.findAvailability(db, booking.chat_interface_id))?.time_zone ?? 'UTC'),
     attendeeName: booking.attendee_name,
     attendeeEmail: booking.attendee_email,
     attendeePhone: booking.attendee_phone,
-    attendeeTimeZone: booking.attendee_time_zone,
+    attendeeTimeZone: storedZone(booking.attendee_time_zone),
     start: booking.start_at.toISOString(),
     end: booking.end_at.toISOString(),
     sequence: booking.sequence,

@@ -1,4 +1,5 @@
 import { DateTime, IANAZone } from 'luxon';
+import { canonicalTimeZone } from '../../schema/bookings.ts';
 
 /**
  * Availability / slot engine of bookings: pure logic, no I/O. All instants are absolute (Date); wall times are interpreted
@@ -53,6 +54,13 @@ const WEEKDAYS: readonly Weekday[] = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 
 export function isValidTimeZone(zone: string): boolean {
   return typeof zone === 'string' && zone.length > 0 && IANAZone.isValidZone(zone);
 }
+
+/**
+ * A zone read from a row in its canonical spelling (see canonicalTimeZone): rows written before zone names were
+ * canonicalised may hold a caller's capitalisation, and each distinct spelling would stay in luxon's caches for ever.
+ * A name Intl no longer knows is kept as it is (the slot engine then offers nothing).
+ */
+export const storedZone = (zone: string): string => canonicalTimeZone(zone) ?? zone;
 
 /** Local wall-clock ISO string with offset of an instant in a zone, e.g. '2026-03-08T09:00:00.000-04:00'. */
 export function localIso(instant: Date, timeZone: string): string {

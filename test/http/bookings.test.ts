@@ -427,3 +427,75 @@ describe('booking from the chat', () => {
     expect((await app.request('GET', `/api/v1/chat/${iface.slug}/bookings/available-slots`, { token: session.body.data.token })).status).toBe(403);
   });
 });
+
+describe('zone names', () => {
+  it('are answered and stored in their canonical spelling, whatever the caller’s capitalisation', async () => {
+    // Slots, the owner's and the anonymous visitor's: the zone echoed is the canonical one (luxon caches per name).
+    const owner = await app.request('GET', `/api/v1/bookings/available-slots?chatInterfaceId=${iface.id}&timeZone=eUROPE/bERLIN`, { token: a.token });
+    expect(owner.status, owner.text).toBe(200);
+    expect(owner.body.data.timeZone).toBe('Europe/Berlin');
+    const session = await app.request('POST', `/api/v1/chat/${iface.slug}/visitor-sessions`, { body: {} });
+    const visitor = await app.request('GET', `/api/v1/chat/${iface.slug}/bookings/available-slots?timeZone=eUROPE/bERLIN`, {
+      token: session.body.data.token,
+    });
+    expect(visitor.status, visitor.text).toBe(200);
+    expect(visitor.body.data.timeZone).toBe('Europe/Berlin');
+    expect(
+      (await app.request('GET', `/api/v1/chat/${iface.slug}/bookings/available-slots?timeZone=eUROPE/bERLINN`, { token: session.body.data.token })).status,
+    ).toBe(400);
+
+    // The availability's zone, stored and answered canonical (a current IANA name stays current: Asia/Kolkata).
+    const desk = await app.request('POST', '/api/v1/chat-interfaces', { token: a.token, body: { name: 'Zones' } });
+    const deskId = desk.body.data.chatInterface.id as string;
+    const saved = await app.request('PUT', `/api/v1/chat-interfaces/${deskId}/availability`, {
+      token: a.token,
+      body: { ...availability, timeZone: 'aSIA/kOLKATA' },
+    });
+    expect(saved.status, saved.text).toBe(200);
+    expect(saved.body.data.availability.timeZone).toBe('Asia/Kolkata');
+    expect((await app.request('GET', `/api/v1/chat-interfaces/${deskId}/availability`, { token: a.token })).body.data.availability.timeZone).toBe(
+      'Asia/Kolkata',
+    );
+    const db = app.deps.database.db;
+    const availabilityRow = await db.selectFrom('booking_availability').select('time_zone').where('chat_interface_id', '=', deskId).executeTakeFirstOrThrow();
+    expect(availabilityRow.time_zone).toBe('Asia/Kolkata');
+    const week = await app.request('GET', `/api/v1/bookings/available-slots?chatInterfaceId=${deskId}&timeZone=eUROPE/bERLIN`, { token: a.token });
+    expect(week.body.data).toMatchObject({ timeZone: 'Europe/Berlin', availabilityTimeZone: 'Asia/Kolkata' });
+    expect(week.body.data.slots.length).toBeGreaterThan(0);
+    for (const slot of week.body.data.slots) expect(slot.localStart).toMatch(/\+0[12]:00$/);
+    const empty = await app.request('POST', '/api/v1/chat-interfaces', { token: a.token, body: { name: 'No hours' } });
+    const bare = await app.request('GET', `/api/v1/bookings/available-slots?chatInterfaceId=${empty.body.data.chatInterface.id}&timeZone=utc`, {
+      token: a.token,
+    });
+    expect(bare.body.data.timeZone).toBe('UTC');
+
+    // The attendee's zone on a booking: stored, answered and mailed canonical.
+    const booked = await app.request('POST', '/api/v1/bookings/manual', {
+      token: a.token,
+      body: {
+        chatInterfaceId: deskId,
+        start: '2027-05-03T10:00:00.000Z',
+        end: '2027-05-03T10:30:00.000Z',
+        attendee: { name: 'Ada', email: 'zones@example.com', timeZone: 'eUROPE/bERLIN' },
+      },
+    });
+    expect(booked.status, booked.text).toBe(201);
+    expect(booked.body.data.booking).toMatchObject({ localStart: '2027-05-03T12:00:00.000+02:00', attendee: { timeZone: 'Europe/Berlin' } });
+    const bookingRow = await db.selectFrom('bookings').select('attendee_time_zone').where('id', '=', booked.body.data.booking.id).executeTakeFirstOrThrow();
+    expect(bookingRow.attendee_time_zone).toBe('Europe/Berlin');
+    const [mail] = await smtp.waitFor((m) => m.envelope.to.includes('zones@example.com'));
+    expect(mail!.parsed.text).toContain('(Europe/Berlin)');
+
+    // Rows written before names were canonicalised are answered canonical too.
+    await db.updateTable('bookings').set({ attendee_time_zone: 'eUROPE/bERLIN' }).where('id', '=', booked.body.data.booking.id).execute();
+    await db.updateTable('booking_availability').set({ time_zone: 'aSIA/kOLKATA' }).where('chat_interface_id', '=', deskId).execute();
+    const listed = await app.request('GET', `/api/v1/bookings?chatInterfaceId=${deskId}`, { token: a.token });
+    expect(listed.body.data.bookings[0].attendee.timeZone).toBe('Europe/Berlin');
+    expect((await app.request('GET', `/api/v1/chat-interfaces/${deskId}/availability`, { token: a.token })).body.data.availability.timeZone).toBe(
+      'Asia/Kolkata',
+    );
+    const legacy = await app.request('GET', `/api/v1/bookings/available-slots?chatInterfaceId=${deskId}`, { token: a.token });
+    expect(legacy.body.data).toMatchObject({ timeZone: 'Asia/Kolkata', availabilityTimeZone: 'Asia/Kolkata' });
+    expect(legacy.body.data.slots[0].localStart).toMatch(/\+05:30$/);
+  });
+});
