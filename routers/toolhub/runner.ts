@@ -3,7 +3,7 @@ import { AppError } from '../../schema/errors.ts';
 import type { AppDeps } from '../context.ts';
 import type { ToolRunner } from '../knowledge-base/answer.ts';
 import { providerUrls } from './oauth.ts';
-import { forbiddenSchemaKeyword, validatorOf } from './schemas.ts';
+import { forbiddenSchemaKeyword, ownerSchemaCheck, type SchemaCheck, toolkitSchemaCheck } from './schemas.ts';
 import * as repo from './repository.ts';
 import { credentialFor } from './tokens.ts';
 import { findToolkit } from './toolkits/catalogue.ts';
@@ -55,7 +55,7 @@ export async function connectedTools(
       },
       run: (args, timeoutMs) =>
         refused === null
-          ? runConnectedTool(deps, toolkit, tool, account.id, schema, args, timeoutMs)
+          ? runConnectedTool(deps, toolkit, tool, account.id, () => (ownSchema ? ownerSchemaCheck(schema) : toolkitSchemaCheck(schema)), args, timeoutMs)
           : Promise.reject(new ToolError(`The tool's input schema uses ${refused}, which is not allowed: save the tool's settings again without it`)),
     });
   }
@@ -83,15 +83,12 @@ async function runConnectedTool(
   toolkit: Toolkit,
   tool: ToolDefinition,
   accountId: string,
-  schema: Record<string, unknown>,
+  checkOf: () => SchemaCheck,
   args: unknown,
   timeoutMs: number,
 ) {
-  const validate = validatorOf(schema);
-  if (!validate(args)) {
-    const issue = validate.errors?.[0];
-    throw new ToolError(`Invalid arguments: ${issue?.instancePath || '(input)'} ${issue?.message ?? 'does not match the schema'}`);
-  }
+  const problem = checkOf()(args);
+  if (problem !== null) throw new ToolError(`Invalid arguments: ${problem}`);
   const account = await repo.findAccountById(deps.database.db, accountId);
   if (!account) throw new ToolError('The connected account is gone');
   const credential = await credentialFor(deps, toolkit, account);

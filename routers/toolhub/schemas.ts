@@ -1,13 +1,20 @@
+import { Validator } from '@cfworker/json-schema';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { AppError } from '../../schema/errors.ts';
 import type { JsonSchema, Toolkit } from './toolkit.ts';
 
 /**
- * JSON Schema handling for tools. Schemas owners write (the generic HTTP tool's input schema) are compiled by
- * ajv and then run on model output on the request thread, so they are held to a subset without regular
- * expressions (`pattern` can backtrack for seconds), references or ids, and a size cap; compiled validators are
- * cached by their text (bounded), and ajv keeps none of them itself.
+ * JSON Schema handling for tools. Two validators, by who wrote the schema:
+ *
+ * - The toolkits' own schemas (settings, built-in tools' inputs) are module constants: ajv compiles each once, by
+ *   identity, with formats and patterns.
+ * - Schemas owners write (the generic HTTP tool's input schema) run on model output on the request thread, so they
+ *   are held to a subset without regular expressions (`pattern` can backtrack for seconds), formats, references or
+ *   ids, and a size cap, and are interpreted (@cfworker/json-schema), never compiled: ajv keeps every schema it
+ *   compiles, and its generated code, for the instance's life (about 280 KB for a 16,000-character schema, whatever
+ *   `addUsedSchema` or `removeSchema` say), and V8 keeps compiled source of its own, so each owner's attempt grew
+ *   memory for good. Interpreters are cached by the schema's text (bounded) and are plain data when dropped.
  */
 const ajv = new Ajv2020({ allErrors: false, strict: false, addUsedSchema: false });
 addFormats.default(ajv);
@@ -26,18 +33,55 @@ const FORBIDDEN_KEYWORDS = new Set([
   'definitions',
   'format',
 ]);
-const CACHE_LIMIT = 256;
-const cache = new Map<string, ValidateFunction>();
 
-export function validatorOf(schema: JsonSchema): ValidateFunction {
-  const key = JSON.stringify(schema);
-  let validate = cache.get(key);
+/** A value's first mismatch with a schema as `<where> <what>`, or null when it matches. */
+export type SchemaCheck = (value: unknown) => string | null;
+
+const toolkitValidators = new Map<JsonSchema, ValidateFunction>();
+
+/** ajv's validator of one of the toolkits' own schemas (a module constant: compiled once). */
+function toolkitValidator(schema: JsonSchema): ValidateFunction {
+  let validate = toolkitValidators.get(schema);
   if (!validate) {
     validate = ajv.compile(schema);
-    if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value!);
-    cache.set(key, validate);
+    toolkitValidators.set(schema, validate);
   }
   return validate;
+}
+
+/** The check of one of the toolkits' own schemas. */
+export function toolkitSchemaCheck(schema: JsonSchema): SchemaCheck {
+  const validate = toolkitValidator(schema);
+  return (value) => {
+    if (validate(value)) return null;
+    const issue = validate.errors?.[0];
+    return `${issue?.instancePath || '(input)'} ${issue?.message ?? 'does not match the schema'}`;
+  };
+}
+
+const OWNER_CACHE_LIMIT = 256;
+const ownerValidators = new Map<string, Validator>();
+
+/**
+ * The check of an owner-written schema (already held to the safe subset), interpreted. Of the problems found, the
+ * last is the deepest (the interpreter reports a property's mismatch before what inside it did not match).
+ */
+export function ownerSchemaCheck(schema: JsonSchema): SchemaCheck {
+  const key = JSON.stringify(schema);
+  let validator = ownerValidators.get(key);
+  if (!validator) {
+    validator = new Validator(schema, '2020-12', true);
+    if (ownerValidators.size >= OWNER_CACHE_LIMIT) ownerValidators.delete(ownerValidators.keys().next().value!);
+    ownerValidators.set(key, validator);
+  }
+  const interpreter = validator;
+  return (value) => {
+    const { valid, errors } = interpreter.validate(value);
+    if (valid) return null;
+    const issue = errors.at(-1);
+    const where = issue?.instanceLocation.replace(/^#/, '') || '(input)';
+    return `${where} ${issue?.error ?? 'does not match the schema'}`;
+  };
 }
 
 /**
@@ -77,13 +121,12 @@ export function checkSettings(toolkit: Toolkit, settings: Record<string, unknown
     if ((JSON.stringify(inputSchema) ?? '').length > MAX_SCHEMA_CHARS) throw invalid(`settings.inputSchema: at most ${MAX_SCHEMA_CHARS} characters of JSON`);
     const keyword = forbiddenKeyword(inputSchema, 'settings.inputSchema');
     if (keyword) throw invalid(`${keyword}: not allowed in a tool's input schema (no patterns, formats or references)`);
-    try {
-      ajv.compile(inputSchema as JsonSchema);
-    } catch (error) {
-      throw invalid(`settings.inputSchema: not a valid JSON Schema (${error instanceof Error ? error.message.slice(0, 200) : 'invalid'})`);
+    // Checked against the draft's meta-schema, not compiled (see above): no per-schema code.
+    if (!ajv.validateSchema(inputSchema as JsonSchema)) {
+      throw invalid(`settings.inputSchema: not a valid JSON Schema (${ajv.errorsText(ajv.errors, { dataVar: 'inputSchema' }).slice(0, 200)})`);
     }
   }
-  const validate = validatorOf(toolkit.settingsSchema);
+  const validate = toolkitValidator(toolkit.settingsSchema);
   if (!validate(settings)) {
     const issue = validate.errors?.[0];
     throw invalid(`settings${issue?.instancePath.replaceAll('/', '.') ?? ''}: ${issue?.message ?? 'does not match the toolkit’s settings'}`);

@@ -1,0 +1,77 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { describe, expect, it } from 'vitest';
+import { AppError } from '../../schema/errors.ts';
+import { checkSettings, ownerSchemaCheck, toolkitSchemaCheck } from './schemas.ts';
+import { httpToolkit } from './toolkits/http-tool.ts';
+
+/** A schema of about 15,700 characters of JSON, a new object each call (as every request body makes one). */
+function largeInputSchema(seed: number) {
+  const properties: Record<string, unknown> = {};
+  for (let i = 0; i < 118; i++) {
+    properties[`field_${seed}_${i}`] = {
+      type: 'object',
+      properties: { a: { type: 'string', maxLength: 10 }, b: { type: 'integer', minimum: 0 } },
+      required: ['a'],
+    };
+  }
+  return { type: 'object', properties };
+}
+
+const ownerSchema = {
+  type: 'object',
+  properties: { n: { type: 'integer', minimum: 1 }, tags: { type: 'array', items: { type: 'string', maxLength: 3 } } },
+  required: ['n'],
+  additionalProperties: false,
+};
+
+describe('tool schemas', () => {
+  it('an owner’s schema is checked by the interpreter, naming the deepest mismatch', () => {
+    const check = ownerSchemaCheck(ownerSchema);
+    expect(check({ n: 2, tags: ['a'] })).toBeNull();
+    expect(check({ n: 0 })).toBe('/n 0 is less than 1.');
+    expect(check({ n: 1, tags: ['abcd'] })).toBe('/tags/0 String is too long (4 > 3).');
+    expect(check({})).toBe('(input) Instance does not have required property "n".');
+    expect(check('text')).toBe('(input) Instance type "string" is invalid. Expected "object".');
+    expect(check({ n: 1, extra: true })).toMatch(/^\/extra /);
+  });
+
+  it('a toolkit’s own schema is checked by ajv, with its formats', () => {
+    const check = toolkitSchemaCheck(httpToolkit.settingsSchema);
+    const settings = { url: 'https://example.com/hook', inputSchema: { type: 'object' }, description: 'Looks things up' };
+    expect(check(settings)).toBeNull();
+    expect(check({ ...settings, url: 'ftp://example.com' })).toMatch(/^\/url /);
+    expect(check({ ...settings, url: 'https://exa mple.com' })).toBe('/url must match format "uri"');
+  });
+
+  it('an input schema that is not JSON Schema is refused by its settings check', () => {
+    const settings = { url: 'https://example.com/hook', description: 'Looks things up' };
+    const refusal = (inputSchema: unknown) => {
+      try {
+        checkSettings(httpToolkit, { ...settings, inputSchema });
+        return null;
+      } catch (error) {
+        return error instanceof AppError ? error.details : error;
+      }
+    };
+    expect(refusal({ type: 'object', required: 'n' })).toBe('settings.inputSchema: not a valid JSON Schema (inputSchema/required must be array)');
+    expect(refusal({ type: 'object', properties: { n: { type: 'number', minimum: 'one' } } })).toMatch(/^settings\.inputSchema: not a valid JSON Schema \(/);
+    expect(refusal(ownerSchema)).toBeNull();
+  });
+
+  it('checking owners’ input schemas keeps none of them: memory does not grow with each attempt', () => {
+    setFlagsFromString('--expose-gc');
+    const collect = runInNewContext('gc') as () => void;
+    const retained = () => {
+      collect();
+      collect();
+      return process.memoryUsage().heapUsed;
+    };
+    // Refused (no url), as the attack sends them: the schema is checked before the settings are.
+    const attempt = (seed: number) => expect(() => checkSettings(httpToolkit, { inputSchema: largeInputSchema(seed) })).toThrow(AppError);
+    attempt(-1);
+    const before = retained();
+    for (let i = 0; i < 80; i++) attempt(i);
+    expect(retained() - before).toBeLessThan(1024 * 1024);
+  });
+});
