@@ -102,7 +102,17 @@ export function buildExtractiveAnswer(query: string, passages: Passage[], option
   const candidates: Candidate[] = [];
   passages.forEach((passage, passageIndex) => {
     for (const s of analyzedSentences(passage, analyzer)) {
-      candidates.push({ passageIndex, sentenceIndex: s.index, text: s.text, terms: s.terms, words: s.words, matches: undefined, key: undefined, score: 0, coverage: 0 });
+      candidates.push({
+        passageIndex,
+        sentenceIndex: s.index,
+        text: s.text,
+        terms: s.terms,
+        words: s.words,
+        matches: undefined,
+        key: undefined,
+        score: 0,
+        coverage: 0,
+      });
     }
   });
   if (candidates.length === 0) return notFound;
