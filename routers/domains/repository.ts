@@ -64,6 +64,14 @@ export const updateDomain = (
 };
 
 /** Another owner proved control of the hostname: whoever held it goes back to pending, saying why. */
+/**
+ * Serialises claims of one hostname across owners and instances until the transaction ends: two verifications of
+ * it at once otherwise both found no holder, and the second write broke the one-holder unique index (a 500).
+ */
+export async function lockHostname(trx: Transaction<DB>, hostname: string) {
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`domain-host:${hostname}`}, 0))`.execute(trx);
+}
+
 export const releaseClaim = (trx: Transaction<DB>, hostname: string, exceptId: string, reason: string) =>
   trx
     .updateTable('domains')

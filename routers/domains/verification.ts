@@ -28,6 +28,8 @@ export async function applyDnsReport(
       // above were reached on the real values; only the stored copy is cleaned.
       const lastDns = toStorable(report);
       if (row.status === 'pending_verification' && ownership.status === 'ok') {
+        // Taken before looking for the current holder, so a claim committed meanwhile is seen and released.
+        await repo.lockHostname(trx, row.hostname);
         const released = await repo.releaseClaim(trx, row.hostname, row.id, 'Another account proved control of this hostname');
         const verified = await repo.updateDomain(trx, row.id, {
           status: 'verified',

@@ -325,6 +325,27 @@ describe.skipIf(!dnsServerRunnable)('custom domains', () => {
     expect(lost).toMatchObject({ status: 'pending_verification', statusReason: 'Another account proved control of this hostname', verifiedAt: null });
   });
 
+  it('two owners proving the same hostname at the same moment: both answered, one holder, never a 5xx', async () => {
+    for (let round = 0; round < 6; round++) {
+      const hostname = `race${round}.shop.test`;
+      const mine = (await addDomain(a.token, hostname, aInterface.id)).body.data.domain;
+      const theirs = (await addDomain(b.token, hostname, bInterface.id)).body.data.domain;
+      await dns.setTxt(`_svc-challenge.${hostname}`, txtOf(mine).value);
+      await dns.setTxt(`_svc-challenge.${hostname}`, txtOf(theirs).value);
+      const [one, two] = await Promise.all([
+        app.request('POST', `/api/v1/domains/${mine.id}/verify`, { token: a.token }),
+        app.request('POST', `/api/v1/domains/${theirs.id}/verify`, { token: b.token }),
+      ]);
+      expect([one.status, two.status], `${one.text} ${two.text}`).toEqual([200, 200]);
+      // Whichever went second took the hostname over (it proved control too): exactly one holds it.
+      const statuses = [
+        (await app.request('GET', `/api/v1/domains/${mine.id}`, { token: a.token })).body.data.domain.status,
+        (await app.request('GET', `/api/v1/domains/${theirs.id}`, { token: b.token })).body.data.domain.status,
+      ];
+      expect(statuses.filter((s) => s === 'verified'), `round ${round}: ${statuses}`).toHaveLength(1);
+    }
+  });
+
   it('bounds the domains of one owner at 100', async () => {
     const c = await app.signUp('domains-c');
     const iface = await publicInterface(c.token, 'C support');
