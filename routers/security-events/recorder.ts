@@ -105,7 +105,8 @@ export function createSecurityEventRecorder(options: {
   const cap = options.maxRowsPerFlush ?? 200;
   const now = options.now ?? Date.now;
   let batch = emptyBatch();
-  let writing: Promise<void> = Promise.resolve();
+  /** The write under way, if any: at most one. */
+  let inFlight: Promise<void> | undefined;
   let pruning: Promise<unknown> = Promise.resolve();
   let timer: ReturnType<typeof setInterval> | undefined;
 
@@ -130,15 +131,27 @@ export function createSecurityEventRecorder(options: {
     }
   }
 
-  const flush = () => {
+  /**
+   * Writes what is buffered, one write at a time. While one runs, events keep merging into the next batch: a slow
+   * database holds one batch in flight and one filling, never a queue of taken batches growing every second.
+   */
+  const writeBuffered = (): Promise<void> => {
+    if (inFlight) return inFlight;
     // Counts put back by a failed write are pending too, even with no new event.
-    if (batch.counts.size > 0) {
-      const taken = batch;
-      batch = emptyBatch();
-      // One write at a time, in order: a slow database gets one statement per second at most.
-      writing = writing.then(() => write(taken));
-    }
-    return writing;
+    if (batch.counts.size === 0) return Promise.resolve();
+    const taken = batch;
+    batch = emptyBatch();
+    const run = write(taken).finally(() => {
+      inFlight = undefined;
+    });
+    inFlight = run;
+    return run;
+  };
+
+  /** Everything buffered when called is written when it resolves (after the write under way, if any). */
+  const flush = async () => {
+    await inFlight;
+    await writeBuffered();
   };
 
   return {
@@ -175,7 +188,7 @@ export function createSecurityEventRecorder(options: {
       return run;
     },
     start() {
-      timer ??= setInterval(() => void flush(), FLUSH_INTERVAL_MS);
+      timer ??= setInterval(() => void writeBuffered(), FLUSH_INTERVAL_MS);
       timer.unref();
     },
     async close() {
