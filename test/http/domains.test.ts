@@ -342,7 +342,10 @@ describe.skipIf(!dnsServerRunnable)('custom domains', () => {
         (await app.request('GET', `/api/v1/domains/${mine.id}`, { token: a.token })).body.data.domain.status,
         (await app.request('GET', `/api/v1/domains/${theirs.id}`, { token: b.token })).body.data.domain.status,
       ];
-      expect(statuses.filter((s) => s === 'verified'), `round ${round}: ${statuses}`).toHaveLength(1);
+      expect(
+        statuses.filter((s) => s === 'verified'),
+        `round ${round}: ${statuses}`,
+      ).toHaveLength(1);
     }
   });
 
