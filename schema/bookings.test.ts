@@ -50,8 +50,8 @@ describe('timeZoneSchema', () => {
     );
   });
 
-  it('refuses what Intl does not know, with the field’s message', () => {
-    for (const zone of ['Nowhere', 'Mars/Olympus_Mons', 'Europe/Berlinn', ' Europe/Berlin', 'Europe/\u212Aiev', '+01:00', '']) {
+  it('refuses what is no IANA zone Intl knows (offsets included, whatever the Node version), with the field’s message', () => {
+    for (const zone of ['Nowhere', 'Mars/Olympus_Mons', 'Europe/Berlinn', ' Europe/Berlin', 'Europe/\u212Aiev', '+01:00', '-0530', '\u221201:00', '']) {
       const result = timeZoneSchema.safeParse(zone);
       expect(result.success, zone).toBe(false);
     }

@@ -57,6 +57,9 @@ const CANONICAL_CACHE_MAX = 2000;
  * DateTimeFormat costs 0.1-0.4 ms.
  */
 export function canonicalTimeZone(zone: string): string | null {
+  // An offset (`+01:00`) is no IANA name: Intl takes one from Node 24 on (ECMA-402 2024) and Node 20 does not, and
+  // each of its thousands of spellings would be a zone of its own to luxon.
+  if (zone.startsWith('+') || zone.startsWith('-') || zone.startsWith('\u2212')) return null;
   const key = asciiLower(zone);
   const known = canonicalByKey.get(key);
   if (known !== undefined) return known;
