@@ -55,6 +55,11 @@ describe('tool schemas', () => {
     };
     expect(refusal({ type: 'object', required: 'n' })).toBe('settings.inputSchema: not a valid JSON Schema (inputSchema/required must be array)');
     expect(refusal({ type: 'object', properties: { n: { type: 'number', minimum: 'one' } } })).toMatch(/^settings\.inputSchema: not a valid JSON Schema \(/);
+    // ajv throws for these instead of answering: still a refusal, never an unexpected error.
+    expect(refusal({ type: 'object', $schema: 'https://example.com/unknown-draft' })).toMatch(
+      /^settings\.inputSchema: not a valid JSON Schema \(no schema with key or ref/,
+    );
+    expect(refusal({ type: 'object', $schema: 12 })).toBe('settings.inputSchema: not a valid JSON Schema ($schema must be a string)');
     expect(refusal(ownerSchema)).toBeNull();
   });
 

@@ -121,10 +121,15 @@ export function checkSettings(toolkit: Toolkit, settings: Record<string, unknown
     if ((JSON.stringify(inputSchema) ?? '').length > MAX_SCHEMA_CHARS) throw invalid(`settings.inputSchema: at most ${MAX_SCHEMA_CHARS} characters of JSON`);
     const keyword = forbiddenKeyword(inputSchema, 'settings.inputSchema');
     if (keyword) throw invalid(`${keyword}: not allowed in a tool's input schema (no patterns, formats or references)`);
-    // Checked against the draft's meta-schema, not compiled (see above): no per-schema code.
-    if (!ajv.validateSchema(inputSchema as JsonSchema)) {
-      throw invalid(`settings.inputSchema: not a valid JSON Schema (${ajv.errorsText(ajv.errors, { dataVar: 'inputSchema' }).slice(0, 200)})`);
+    // Checked against the draft's meta-schema, not compiled (see above): no per-schema code. ajv throws, rather than
+    // answers false, for a `$schema` it does not know or that is not a string.
+    let reason: string | undefined;
+    try {
+      if (!ajv.validateSchema(inputSchema as JsonSchema)) reason = ajv.errorsText(ajv.errors, { dataVar: 'inputSchema' });
+    } catch (error) {
+      reason = error instanceof Error ? error.message : 'invalid';
     }
+    if (reason !== undefined) throw invalid(`settings.inputSchema: not a valid JSON Schema (${reason.slice(0, 200)})`);
   }
   const validate = toolkitValidator(toolkit.settingsSchema);
   if (!validate(settings)) {
