@@ -24,6 +24,7 @@ import * as jobFairKey from './migrations/0022_job_fair_key.ts';
 import * as kbDocumentContents from './migrations/0023_kb_document_contents.ts';
 import * as interfaceDeleteGuard from './migrations/0024_interface_delete_guard.ts';
 import * as subscriptionCreated from './migrations/0025_subscription_created.ts';
+import * as openCheckout from './migrations/0026_open_checkout.ts';
 
 /** Migrations are listed in code (not read from a folder) so they run the same under tsx, tests and bundlers. */
 const migrations: Record<string, Migration> = {
@@ -52,6 +53,7 @@ const migrations: Record<string, Migration> = {
   '0023_kb_document_contents': kbDocumentContents,
   '0024_interface_delete_guard': interfaceDeleteGuard,
   '0025_subscription_created': subscriptionCreated,
+  '0026_open_checkout': openCheckout,
 };
 
 /** Runs pending migrations. Kysely's migrator holds a Postgres advisory lock, so concurrent instances are safe. */

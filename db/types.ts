@@ -396,6 +396,8 @@ export interface BillingAccountsTable {
   subscription_trial_end: Date | null;
   /** Stripe's `created` of the stored subscription (migration 0025; null for rows stored before it). */
   subscription_created_at: Date | null;
+  /** The newest Checkout Session made for the owner (migration 0026): the one a next checkout expires. */
+  open_checkout_session_id: string | null;
   trial_plan: 'premium' | 'enterprise' | null;
   trial_started_at: Date | null;
   trial_end: Date | null;

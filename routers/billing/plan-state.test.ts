@@ -15,6 +15,7 @@ const account = (changes: Partial<BillingAccountRow>): BillingAccountRow => ({
   cancel_at_period_end: false,
   subscription_trial_end: null,
   subscription_created_at: null,
+  open_checkout_session_id: null,
   trial_plan: null,
   trial_started_at: null,
   trial_end: null,

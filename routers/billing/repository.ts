@@ -78,6 +78,28 @@ export async function saveCustomerId(db: Kysely<DB>, ownerId: string, customerId
   return row.stripe_customer_id ?? customerId;
 }
 
+/**
+ * Records `sessionId` as the owner's open Checkout Session and answers the one it replaces. The row lock orders two
+ * checkouts at once, so each replaced session is answered to exactly one of them.
+ */
+export function replaceOpenCheckout(db: Kysely<DB>, ownerId: string, sessionId: string): Promise<string | null> {
+  return db.transaction().execute(async (trx) => {
+    const account = await lockAccount(trx, ownerId);
+    await trx.updateTable('billing_accounts').set({ open_checkout_session_id: sessionId }).where('owner_id', '=', ownerId).execute();
+    return account.open_checkout_session_id;
+  });
+}
+
+/** Puts `previous` back as the open session, unless a later checkout has recorded its own meanwhile. */
+export async function restoreOpenCheckout(db: Kysely<DB>, ownerId: string, previous: string, replacedBy: string) {
+  await db
+    .updateTable('billing_accounts')
+    .set({ open_checkout_session_id: previous })
+    .where('owner_id', '=', ownerId)
+    .where('open_checkout_session_id', '=', replacedBy)
+    .execute();
+}
+
 export interface SubscriptionState {
   stripeSubscriptionId: string;
   plan: 'premium' | 'enterprise';

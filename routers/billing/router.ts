@@ -21,6 +21,7 @@ import type { Context } from '../context.ts';
 import { monthUsage } from './usage.ts';
 import { billingSignatureProcedure, cronProcedure, type ErrorResponses, ownerProcedure, router } from '../trpc.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
+import { supersedeOpenCheckout } from './checkout-sessions.ts';
 import { validateCoupon } from './coupons.ts';
 import { hasPendingOrLiveSubscription, planAfterTrial, planState, trialAvailable } from './plan-state.ts';
 import * as repo from './repository.ts';
@@ -193,10 +194,11 @@ export const billingRouter = router({
         tags,
         summary: 'A Stripe Checkout Session for a paid plan; send the owner to its url',
         description:
-          'One Stripe customer per owner, created once. `promotionCode` is applied when valid (400 naming the reason when not); without it the Checkout page lets the customer enter one. Return URLs must be on the service’s own origins.',
+          'One Stripe customer per owner, created once, and one payable Checkout page: a new checkout expires the previous one. `promotionCode` is applied when valid (400 naming the reason when not); without it the Checkout page lets the customer enter one. Return URLs must be on the service’s own origins.',
         protect: true,
         errorResponses: {
-          CONFLICT: 'Already subscribed (change the plan in the customer portal), or the first payment of a subscription is still pending',
+          CONFLICT:
+            'Already subscribed (change the plan in the customer portal), the first payment of a subscription is still pending, or the Checkout page opened before this one has just been paid',
           ...notConfigured,
           ...providerErrors,
           UPSTREAM_INVALID_RESPONSE: 'The payment provider returned no checkout page',
@@ -242,6 +244,7 @@ export const billingRouter = router({
         ),
       );
       if (!session.url) throw new AppError('UPSTREAM_INVALID_RESPONSE', 'The payment provider returned no checkout page');
+      await supersedeOpenCheckout(ctx, stripe, ctx.owner.id, session.id);
       return { checkoutSession: { id: session.id, url: session.url, expiresAt: new Date(session.expires_at * 1000).toISOString() } };
     }),
 

@@ -28,7 +28,7 @@ export interface FakeStripe {
   promotionCodes: Map<string, Obj>;
   addCoupon(coupon: Partial<Obj> & { id: string }): Obj;
   addPromotionCode(code: Partial<Obj> & { code: string; coupon: string }): Obj;
-  /** The customer pays: the session completes and a subscription exists. Returns the events Stripe sends. */
+  /** The customer pays an open session: it completes and a subscription exists. Returns the events Stripe sends. */
   completeCheckout(sessionId: string, options?: { status?: string; trialDays?: number }): Stripe.Event[];
   /** Changes a subscription as the portal or Stripe's dunning would; returns customer.subscription.updated. */
   updateSubscription(id: string, changes: Partial<Obj>): Stripe.Event;
@@ -38,6 +38,8 @@ export interface FakeStripe {
   failPayment(subscriptionId: string): Stripe.Event[];
   trialWillEnd(subscriptionId: string): Stripe.Event;
   sign(event: Stripe.Event | string, secret: string, timestamp?: number): { payload: string; signature: string };
+  /** Until the returned function is called, requests `matches` picks are answered as Stripe's own outage: 500 api_error. */
+  failWhile(matches: (method: string, path: string) => boolean): () => void;
   close(): Promise<void>;
 }
 
@@ -132,7 +134,23 @@ export async function startFakeStripe(): Promise<FakeStripe> {
       customers.set(customer.id, customer);
       return { status: 200, body: customer };
     }
-    if (method === 'POST' && resource === 'checkout' && first === 'sessions') {
+    if (resource === 'checkout' && first === 'sessions' && second) {
+      const session = checkoutSessions.get(second);
+      if (!session) return notFound('checkout.session', second);
+      const { _price, _subscriptionMetadata, ...visible } = session;
+      if (method === 'GET' && !parts[4]) return { status: 200, body: visible };
+      if (method === 'POST' && parts[4] === 'expire') {
+        if (session.status !== 'open') {
+          return invalid(
+            `Only Checkout Sessions with a status in ["open"] can be expired. This Checkout Session has a status of ${session.status}.`,
+            'session',
+          );
+        }
+        session.status = 'expired';
+        return { status: 200, body: { ...visible, status: 'expired' } };
+      }
+    }
+    if (method === 'POST' && resource === 'checkout' && first === 'sessions' && !second) {
       if (!customers.has(body.customer)) return notFound('customer', body.customer);
       const price = body.line_items?.[0]?.price;
       if (!priceObjects.has(price)) return notFound('price', price);
@@ -201,10 +219,10 @@ export async function startFakeStripe(): Promise<FakeStripe> {
       if (coupon) all = all.filter((p) => p.promotion.coupon === coupon);
       return { status: 200, body: page(all, query, '/v1/promotion_codes') };
     }
-    void second;
     return { status: 404, body: { error: { type: 'invalid_request_error', message: `Unrecognized request URL (${method}: ${path}).` } } };
   }
 
+  let failing: ((method: string, path: string) => boolean) | undefined;
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     let raw = '';
     req.on('data', (c) => (raw += c));
@@ -224,6 +242,7 @@ export async function startFakeStripe(): Promise<FakeStripe> {
         res.setHeader('idempotent-replayed', 'true');
         return reply(saved.status, saved.body);
       }
+      if (failing?.(req.method ?? 'GET', url.pathname)) return reply(500, { error: { type: 'api_error', message: 'An unknown error occurred' } });
       const result = route(req.method ?? 'GET', url.pathname, url.searchParams, body);
       if (req.method === 'POST' && key) idempotent.set(key, result);
       reply(result.status, result.body);
@@ -324,6 +343,8 @@ export async function startFakeStripe(): Promise<FakeStripe> {
     completeCheckout(sessionId, options = {}) {
       const session = checkoutSessions.get(sessionId);
       if (!session) throw new Error(`no checkout session ${sessionId}`);
+      // Stripe's Checkout page takes no payment once the session is expired or complete.
+      if (session.status !== 'open') throw new Error(`checkout session ${sessionId} is ${session.status}`);
       const sub = makeSubscription(session, options.status ?? (options.trialDays ? 'trialing' : 'active'), options.trialDays);
       subscriptions.set(sub.id, sub);
       Object.assign(session, { status: 'complete', subscription: sub.id, payment_status: 'paid' });
@@ -347,6 +368,12 @@ export async function startFakeStripe(): Promise<FakeStripe> {
     },
     trialWillEnd(subId) {
       return event('customer.subscription.trial_will_end', subscriptions.get(subId)!);
+    },
+    failWhile(matches) {
+      failing = matches;
+      return () => {
+        failing = undefined;
+      };
     },
     sign(evt, secret, timestamp) {
       const payload = typeof evt === 'string' ? evt : JSON.stringify(evt);

@@ -70,12 +70,12 @@ afterAll(async () => {
 describe('checkout and the webhook', () => {
   it('checkout creates one customer per owner and a session; completing it makes the plan active, on every instance', async () => {
     const owner = await app.signUp('checkout');
-    const first = await checkout(owner.token, { plan: 'premium', interval: 'year' });
+    const first = await checkout(owner.token, { plan: 'premium' });
     expect(first.status, first.text).toBe(201);
-    expect(first.body.data.checkoutSession).toMatchObject({ id: expect.stringMatching(/^cs_test_/), url: expect.stringContaining('checkout.stripe.test') });
-    expect(Date.parse(first.body.data.checkoutSession.expiresAt)).toBeGreaterThan(Date.now());
-    const second = await checkout(owner.token, { plan: 'premium' });
+    const second = await checkout(owner.token, { plan: 'premium', interval: 'year' });
     expect(second.status).toBe(201);
+    expect(second.body.data.checkoutSession).toMatchObject({ id: expect.stringMatching(/^cs_test_/), url: expect.stringContaining('checkout.stripe.test') });
+    expect(Date.parse(second.body.data.checkoutSession.expiresAt)).toBeGreaterThan(Date.now());
     const created = stripe.requests.filter((r) => r.path === '/v1/customers');
     expect(created.filter((r) => r.body.metadata?.ownerId === owner.ownerId)).toHaveLength(1);
     const uuid = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
@@ -86,13 +86,13 @@ describe('checkout and the webhook', () => {
         r.path === '/v1/customers' ? new RegExp(`^customer-${owner.ownerId}$`) : new RegExp(`^checkout-${owner.ownerId}-${uuid}$`),
       );
     }
-    const sent = stripe.checkoutSessions.get(first.body.data.checkoutSession.id)!;
+    const sent = stripe.checkoutSessions.get(second.body.data.checkoutSession.id)!;
     expect(sent.client_reference_id).toBe(owner.ownerId);
     expect(sent.success_url.startsWith(origin)).toBe(true);
 
     // Not paid yet: still free.
     expect((await subscription(owner.token)).plan).toBe('free');
-    const events = stripe.completeCheckout(first.body.data.checkoutSession.id);
+    const events = stripe.completeCheckout(second.body.data.checkoutSession.id);
     for (const evt of events) {
       const res = await deliver(evt);
       expect(res.status, res.text).toBe(200);
@@ -169,15 +169,19 @@ describe('checkout and the webhook', () => {
 
   it('an event for an older subscription neither replaces a live one nor reopens checkout', async () => {
     const owner = await app.signUp('superseded');
-    // Two Checkout pages opened before either was paid: the first ends `incomplete`, the second pays.
-    const [premium, enterprise] = [await checkout(owner.token, { plan: 'premium' }), await checkout(owner.token, { plan: 'enterprise' })];
+    // A first subscription whose first payment never succeeds: pending (checkout refused), then expired by Stripe.
+    const premium = await checkout(owner.token, { plan: 'premium' });
     const first = stripe.completeCheckout(premium.body.data.checkoutSession.id, { status: 'incomplete' });
     for (const evt of first) expect((await deliver(evt)).status).toBe(200);
     const subA = (first[1]!.data.object as Stripe.Subscription).id;
     expect(await subscription(owner.token)).toMatchObject({ plan: 'free', status: 'incomplete' });
     const pending = await checkout(owner.token, { plan: 'enterprise' });
     expect([pending.status, pending.body.error?.code]).toEqual([409, 'CONFLICT']);
+    expect((await deliver(stripe.updateSubscription(subA, { status: 'incomplete_expired' }))).body.data.outcome).toBe('applied');
+    expect(await subscription(owner.token)).toMatchObject({ plan: 'free', status: 'incomplete_expired' });
 
+    const enterprise = await checkout(owner.token, { plan: 'enterprise' });
+    expect(enterprise.status, enterprise.text).toBe(201);
     const second = stripe.completeCheckout(enterprise.body.data.checkoutSession.id);
     for (const evt of second) expect((await deliver(evt)).body.data.outcome).toBe('applied');
     const subB = (second[1]!.data.object as Stripe.Subscription).id;
@@ -188,8 +192,8 @@ describe('checkout and the webhook', () => {
     });
     expect(hook.status, hook.text).toBe(201);
 
-    // Stripe gives up on A's first payment; then a late event for A (Stripe retries for days) arrives.
-    const expired = stripe.updateSubscription(subA, { status: 'incomplete_expired' });
+    // A late event for A (Stripe retries deliveries for days) arrives.
+    const expired = stripe.updateSubscription(subA, {});
     const res = await deliver(expired);
     expect(res.status, res.text).toBe(200);
     expect(res.body.data.outcome).toBe('ignored');
@@ -222,6 +226,82 @@ describe('checkout and the webhook', () => {
     const res = await deliver(JSON.stringify(evt));
     expect(res.status).toBe(200);
     expect(res.body.data.outcome).toBe('ignored');
+  });
+});
+
+describe('one payable Checkout page per owner', () => {
+  const sessionsOf = (ownerId: string) => [...stripe.checkoutSessions.values()].filter((session) => session.client_reference_id === ownerId);
+  const openSessionsOf = (ownerId: string) => sessionsOf(ownerId).filter((session) => session.status === 'open');
+
+  it('a new checkout expires the page before it, also when several arrive at once; another owner’s page is untouched', async () => {
+    const owner = await app.signUp('one-page');
+    const other = await app.signUp('one-page-other');
+    const theirs = await checkout(other.token, { plan: 'premium' });
+    expect(theirs.status, theirs.text).toBe(201);
+
+    const first = await checkout(owner.token, { plan: 'premium' });
+    const second = await checkout(owner.token, { plan: 'enterprise' });
+    expect([first.status, second.status]).toEqual([201, 201]);
+    expect(stripe.checkoutSessions.get(first.body.data.checkoutSession.id)!.status).toBe('expired');
+    expect(() => stripe.completeCheckout(first.body.data.checkoutSession.id)).toThrow(/expired/);
+    expect(openSessionsOf(owner.ownerId).map((session) => session.id)).toEqual([second.body.data.checkoutSession.id]);
+
+    // Two tabs at once: each answers a page, and one page of all the owner's is left payable.
+    const together = await Promise.all([1, 2, 3].map(() => checkout(owner.token, { plan: 'premium' })));
+    expect(together.map((res) => res.status)).toEqual([201, 201, 201]);
+    expect(sessionsOf(owner.ownerId)).toHaveLength(5);
+    const open = openSessionsOf(owner.ownerId);
+    expect(open).toHaveLength(1);
+    expect(together.map((res) => res.body.data.checkoutSession.id)).toContain(open[0]!.id);
+
+    expect(openSessionsOf(other.ownerId).map((session) => session.id)).toEqual([theirs.body.data.checkoutSession.id]);
+  });
+
+  it('a page paid before its webhook arrives makes the next checkout a 409 and expires the page it made', async () => {
+    const owner = await app.signUp('paid-meanwhile');
+    const page = await checkout(owner.token, { plan: 'premium' });
+    const events = stripe.completeCheckout(page.body.data.checkoutSession.id);
+    // The webhook is not here yet: the stored state is still free, so only Stripe knows the page was paid.
+    expect((await subscription(owner.token)).plan).toBe('free');
+    const again = await checkout(owner.token, { plan: 'enterprise' });
+    expect([again.status, again.body.error?.code], again.text).toEqual([409, 'CONFLICT']);
+    expect(openSessionsOf(owner.ownerId)).toHaveLength(0);
+    expect(
+      sessionsOf(owner.ownerId)
+        .map((session) => session.status)
+        .sort(),
+    ).toEqual(['complete', 'expired']);
+
+    for (const evt of events) expect((await deliver(evt)).body.data.outcome).toBe('applied');
+    expect((await checkout(owner.token, { plan: 'enterprise' })).status).toBe(409);
+    // Once that subscription has ended, its paid page is an old purchase: checkout is open again.
+    const subscriptionId = (events[1]!.data.object as Stripe.Subscription).id;
+    expect((await deliver(stripe.deleteSubscription(subscriptionId))).body.data.outcome).toBe('applied');
+    const later = await checkout(owner.token, { plan: 'enterprise' });
+    expect(later.status, later.text).toBe(201);
+    expect(openSessionsOf(owner.ownerId).map((session) => session.id)).toEqual([later.body.data.checkoutSession.id]);
+  });
+
+  it('when Stripe cannot expire the page before, the checkout fails and the next one expires that page', async () => {
+    const owner = await app.signUp('expire-outage');
+    const first = await checkout(owner.token, { plan: 'premium' });
+    const stopFailing = stripe.failWhile((method, path) => method === 'POST' && path.endsWith('/expire'));
+    let failed: Awaited<ReturnType<typeof checkout>>;
+    try {
+      failed = await checkout(owner.token, { plan: 'premium' });
+    } finally {
+      stopFailing();
+    }
+    expect([failed.status, failed.body.error?.code], failed.text).toEqual([502, 'UPSTREAM_ERROR']);
+    expect(stripe.checkoutSessions.get(first.body.data.checkoutSession.id)!.status).toBe('open');
+
+    const next = await checkout(owner.token, { plan: 'premium' });
+    expect(next.status, next.text).toBe(201);
+    expect(stripe.checkoutSessions.get(first.body.data.checkoutSession.id)!.status).toBe('expired');
+    // The failed request's own page stays open at Stripe until Stripe expires it (24 hours): its url was never shown.
+    const open = openSessionsOf(owner.ownerId).map((session) => session.id);
+    expect(open).toHaveLength(2);
+    expect(open).toContain(next.body.data.checkoutSession.id);
   });
 });
 
