@@ -1,11 +1,13 @@
 import type { BillingAccountRow } from './repository.ts';
 
 type Plan = 'free' | 'premium' | 'enterprise';
-type Status = 'active' | 'trialing' | 'past_due' | 'canceled' | 'unpaid' | 'incomplete' | 'incomplete_expired' | 'paused';
+type Status = (typeof SUBSCRIPTION_STATUSES)[number];
 
 /** Stripe statuses under which the subscription's plan is given (past_due: Stripe is still retrying the payment). */
 const LIVE_STATUSES = new Set(['active', 'trialing', 'past_due']);
-const KNOWN_STATUSES = new Set<string>(['active', 'trialing', 'past_due', 'canceled', 'unpaid', 'incomplete', 'incomplete_expired', 'paused']);
+/** Every status a subscription has in the Stripe API version the SDK is pinned to. */
+export const SUBSCRIPTION_STATUSES = ['active', 'trialing', 'past_due', 'canceled', 'unpaid', 'incomplete', 'incomplete_expired', 'paused'] as const;
+const KNOWN_STATUSES = new Set<string>(SUBSCRIPTION_STATUSES);
 
 export interface PlanState {
   plan: Plan;

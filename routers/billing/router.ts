@@ -303,6 +303,7 @@ export const billingRouter = router({
           VALIDATION_FAILED: webhookRefused,
           ...notConfigured,
           ...providerErrors,
+          UPSTREAM_INVALID_RESPONSE: 'The payment provider answered a subscription that cannot be used (Stripe delivers the event again)',
         },
       },
       rawBody: { signatureHeader: 'Stripe-Signature' },

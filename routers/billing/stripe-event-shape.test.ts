@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../schema/errors.ts';
-import { isHandledEventType, parseStripeEvent } from './stripe-event-shape.ts';
+import type Stripe from 'stripe';
+import { checkRetrievedSubscription, isHandledEventType, parseStripeEvent } from './stripe-event-shape.ts';
 
 const refusal = (payload: string) => {
   try {
@@ -57,5 +58,43 @@ describe('parseStripeEvent', () => {
     expect(isHandledEventType('invoice.paid')).toBe(true);
     expect(isHandledEventType('charge.refunded')).toBe(false);
     expect(isHandledEventType('constructor')).toBe(false);
+  });
+});
+
+describe('checkRetrievedSubscription', () => {
+  const subscription = {
+    id: 'sub_1',
+    object: 'subscription',
+    customer: 'cus_1',
+    status: 'active',
+    created: 1_790_000_000,
+    cancel_at_period_end: false,
+    trial_end: null,
+    metadata: { plan: 'premium' },
+    items: { data: [{ price: { id: 'price_1', recurring: { interval: 'month' } }, current_period_start: 1_790_000_000, current_period_end: 1_792_600_000 }] },
+  };
+  const problem = (answer: Record<string, unknown>, requested = 'sub_1') => {
+    try {
+      checkRetrievedSubscription(answer as unknown as Stripe.Subscription, requested);
+    } catch (error) {
+      expect(error).toBeInstanceOf(AppError);
+      expect((error as AppError).code).toBe('UPSTREAM_INVALID_RESPONSE');
+      return (error as AppError).details;
+    }
+    return null;
+  };
+
+  it('passes the subscription asked for, with an expanded customer or one without items', () => {
+    expect(problem(subscription)).toBeNull();
+    expect(problem({ ...subscription, customer: { id: 'cus_1', object: 'customer' }, items: null })).toBeNull();
+  });
+
+  it('refuses another subscription, a status this API version lacks, and times a Date cannot hold', () => {
+    expect(problem(subscription, 'sub_2')).toBe('id: not sub_2');
+    expect(problem({ ...subscription, status: 'suspended' })).toMatch(/^status: /);
+    expect(problem({ ...subscription, customer: null })).toMatch(/^customer: /);
+    expect(problem({ ...subscription, created: 1e20 })).toMatch(/^created: /);
+    expect(problem({ ...subscription, items: { data: [{ current_period_end: -5 }] } })).toMatch(/^items\.data\.0\.current_period_end: /);
+    expect(problem({ ...subscription, id: 'sub_\u0000' }, 'sub_\u0000')).toMatch(/^id: /);
   });
 });

@@ -3,6 +3,7 @@ import type { Stripe } from '../../adapters/outbound/billing/stripe-client.ts';
 import { CONTROL_CHARACTER } from '../../schema/common.ts';
 import { AppError, describeIssues } from '../../schema/errors.ts';
 import { findIllFormedText } from '../../schema/text-input.ts';
+import { SUBSCRIPTION_STATUSES } from './plan-state.ts';
 
 /**
  * A signed webhook body is Stripe's, but not necessarily a well-formed event (a test tool, a hand-made payload, a
@@ -17,8 +18,10 @@ const stripeText = z
   .max(255)
   .refine((text) => !CONTROL_CHARACTER.test(text) && findIllFormedText(text) === null, 'must not contain control characters or unpaired surrogates');
 
-/** Another object as an event names it: its id, the object expanded (with its id), or nothing. */
-const reference = z.union([stripeText, z.looseObject({ id: stripeText })], { error: 'must be an id, an object with its id, or null' }).nullish();
+/** Another object as Stripe names it: its id, or the object expanded (with its id). */
+const named = z.union([stripeText, z.looseObject({ id: stripeText })], { error: 'must be an id, an object with its id, or null' });
+/** A reference an event may leave empty. */
+const reference = named.nullish();
 
 /** Seconds since the epoch that a Date can hold and print (up to the year 9999). */
 const unixSeconds = z.number().int().min(0).max(253_402_300_799);
@@ -75,4 +78,38 @@ export function parseStripeEvent(payload: string): Stripe.Event {
     if (!full.success) throw malformed(describeIssues(full.error.issues));
   }
   return body as Stripe.Event;
+}
+
+/** The fields of a subscription Stripe answers that we store or decide by. */
+const retrievedSubscription = z.looseObject({
+  id: stripeText,
+  customer: named,
+  status: z.enum(SUBSCRIPTION_STATUSES),
+  created: unixSeconds,
+  cancel_at_period_end: z.boolean(),
+  trial_end: unixSeconds.nullish(),
+  metadata: z.record(z.string(), z.string()).nullish(),
+  items: z
+    .looseObject({
+      data: z.array(
+        z.looseObject({
+          price: z.looseObject({ id: stripeText, recurring: z.looseObject({ interval: z.string() }).nullish() }).nullish(),
+          current_period_start: unixSeconds.nullish(),
+          current_period_end: unixSeconds.nullish(),
+        }),
+      ),
+    })
+    .nullish(),
+});
+
+/**
+ * Checks the subscription Stripe answered for `requestedId` before anything of it is stored: the one asked for, with
+ * a status this API version has and times a Date can hold. Otherwise the answer is the provider's fault (502), and
+ * Stripe delivers the event again later.
+ */
+export function checkRetrievedSubscription(answer: Stripe.Subscription, requestedId: string): Stripe.Subscription {
+  const parsed = retrievedSubscription.safeParse(answer);
+  const problem = !parsed.success ? describeIssues(parsed.error.issues) : parsed.data.id !== requestedId ? `id: not ${requestedId}` : null;
+  if (problem) throw new AppError('UPSTREAM_INVALID_RESPONSE', 'The payment provider answered a subscription that cannot be used', problem);
+  return answer;
 }

@@ -10,7 +10,7 @@ import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
 import type { OutboxEvent } from '../webhooks/outbox-repository.ts';
 import * as repo from './repository.ts';
 import { planState, replacesStoredSubscription } from './plan-state.ts';
-import { isHandledEventType } from './stripe-event-shape.ts';
+import { checkRetrievedSubscription, isHandledEventType } from './stripe-event-shape.ts';
 import { isResourceMissing, stripeFailure } from './stripe-errors.ts';
 
 export interface StripeEventDeps {
@@ -114,7 +114,7 @@ export async function applyStripeEvent(deps: StripeEventDeps, event: Stripe.Even
   return oneAtATime(owner, async () => {
     let current: Stripe.Subscription | undefined;
     try {
-      current = await deps.stripe.subscriptions.retrieve(subscriptionId);
+      current = checkRetrievedSubscription(await deps.stripe.subscriptions.retrieve(subscriptionId), subscriptionId);
     } catch (error) {
       if (!isResourceMissing(error)) {
         const failure = stripeFailure(error);
@@ -122,6 +122,11 @@ export async function applyStripeEvent(deps: StripeEventDeps, event: Stripe.Even
         deps.logger.warn('payment provider call failed', { reason: String(error), eventId: event.id, requestId: deps.requestId });
         throw failure;
       }
+    }
+    if (current && idOf(current.customer) !== customerId) {
+      // Stripe names the customer who pays; an event that pairs this customer with another's subscription changes neither.
+      deps.logger.warn('billing event pairs a customer with another customer’s subscription', { eventId: event.id, subscriptionId });
+      return 'ignored';
     }
     const state = current ? subscriptionStateFrom(current, deps.config.STRIPE_PRICES) : undefined;
     if (!state) {

@@ -221,6 +221,31 @@ describe('checkout and the webhook', () => {
     expect(await subscription(owner.token)).toMatchObject({ plan: 'enterprise', status: 'active', cancelAtPeriodEnd: false });
   });
 
+  it('stores nothing of a subscription Stripe answers unreadable, or of another customer’s', async () => {
+    const owner = await paidOwner('checked-answer');
+    for (const evt of owner.events) await deliver(evt);
+    const stored = stripe.subscriptions.get(owner.subscriptionId)!;
+    // A status the pinned API version does not have: the provider's fault (502), and the event is not recorded.
+    const update = stripe.updateSubscription(owner.subscriptionId, { status: 'suspended', cancel_at_period_end: true });
+    const refused = await deliver(update);
+    expect([refused.status, refused.body.error?.code], refused.text).toEqual([502, 'UPSTREAM_INVALID_RESPONSE']);
+    expect(await subscription(owner.token)).toMatchObject({ plan: 'premium', status: 'active', cancelAtPeriodEnd: false });
+    stored.status = 'active';
+    expect((await deliver(update)).body.data.outcome).toBe('applied');
+    expect(await subscription(owner.token)).toMatchObject({ plan: 'premium', status: 'active', cancelAtPeriodEnd: true });
+
+    // An event naming another owner's customer beside this subscription changes neither owner.
+    const other = await app.signUp('checked-answer-other');
+    const page = await checkout(other.token, { plan: 'enterprise' });
+    const theirCustomer = stripe.checkoutSessions.get(page.body.data.checkoutSession.id)!.customer as string;
+    const crossed = stripe.updateSubscription(owner.subscriptionId, {});
+    (crossed.data.object as Stripe.Subscription).customer = theirCustomer;
+    const res = await deliver(crossed);
+    expect([res.status, res.body.data?.outcome], res.text).toEqual([200, 'ignored']);
+    expect(await subscription(other.token)).toMatchObject({ plan: 'free', source: 'admin' });
+    expect(await subscription(owner.token)).toMatchObject({ plan: 'premium', status: 'active', cancelAtPeriodEnd: true });
+  });
+
   it('ignores event types it does not act on, answering 200', async () => {
     const evt = { id: 'evt_unrelated_1', object: 'event', type: 'charge.refunded', created: Math.floor(Date.now() / 1000), data: { object: { id: 'ch_1' } } };
     const res = await deliver(JSON.stringify(evt));
