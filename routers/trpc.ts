@@ -97,11 +97,12 @@ function callerKey(caller: Caller, clientIp: string) {
  * of `path` for the caller. Adapters may call it before the procedure runs (an upload is limited before its body
  * is read); the procedure's middleware then does not count the call again.
  */
-export async function enforceRateLimit(ctx: Context, bucket: RateLimitBucket, path: string) {
+export async function enforceRateLimit(ctx: Context, bucket: RateLimitBucket, path: string, auth?: AppMeta['auth']) {
   const caller = await ctx.getCaller();
-  // The contact form counts per client IP whoever calls: the visitor token the widget sends to prove its
-  // conversation (minted 20 to an IP a window) must not buy each visitor a budget of its own.
-  const who = bucket === 'support' ? `ip:${clientKey(ctx.clientIp)}` : callerKey(caller, ctx.clientIp);
+  // A public operation (sign-in, sign-up, minting a visitor token) and the contact form count per client IP whoever
+  // calls: a credential sent along, and a visitor token is free to mint, must not buy a budget of its own (an attack
+  // pass made 300 sign-in guesses a minute past the IP's limit, and minted visitors without end, that way).
+  const who = bucket === 'support' || auth === 'public' ? `ip:${clientKey(ctx.clientIp)}` : callerKey(caller, ctx.clientIp);
   await countHit(ctx, `${bucket}:${path}:${who}`, bucketLimit(ctx, bucket));
 }
 
@@ -156,9 +157,9 @@ async function noteRefusal(ctx: Context, key: string) {
  * Every call counts (a tRPC batch or GraphQL aliases are many calls), except the one a REST adapter already counted
  * before reading an upload's body: that pre-count is consumed here, once.
  */
-async function countCall(ctx: Context, bucket: RateLimitBucket | undefined, path: string) {
+async function countCall(ctx: Context, meta: AppMeta | undefined, path: string) {
   if (ctx.rateLimitPrecounted === path) ctx.rateLimitPrecounted = undefined;
-  else await enforceRateLimit(ctx, bucket ?? 'default', path);
+  else await enforceRateLimit(ctx, meta?.rateLimit ?? 'default', path, meta?.auth);
 }
 
 /**
@@ -178,7 +179,7 @@ async function checkStorableText(getRawInput: () => Promise<unknown>) {
  */
 function guarded<Added extends object>(authorize: (ctx: Context) => Added | Promise<Added>) {
   return t.middleware(async ({ ctx, meta, path, getRawInput, next }) => {
-    await countCall(ctx, meta?.rateLimit, path);
+    await countCall(ctx, meta, path);
     const added = await authorize(ctx);
     await checkStorableText(getRawInput);
     return next({ ctx: added });
@@ -188,7 +189,7 @@ function guarded<Added extends object>(authorize: (ctx: Context) => Added | Prom
 /** The same for callers that add nothing to the context: no context to copy either. */
 function guardedAsIs(authorize: (ctx: Context) => void | Promise<void>) {
   return t.middleware(async ({ ctx, meta, path, getRawInput, next }) => {
-    await countCall(ctx, meta?.rateLimit, path);
+    await countCall(ctx, meta, path);
     await authorize(ctx);
     await checkStorableText(getRawInput);
     return next();
@@ -273,7 +274,7 @@ export const cronProcedure = t.procedure.meta({ auth: 'cron' }).use(
  * body (a bad one is a 400, as the provider expects, and changes nothing).
  */
 export const billingSignatureProcedure = t.procedure.meta({ auth: 'billingSignature' }).use(async ({ ctx, meta, path, next }) => {
-  await countCall(ctx, meta?.rateLimit, path);
+  await countCall(ctx, meta, path);
   return next();
 });
 

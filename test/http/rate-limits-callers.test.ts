@@ -17,6 +17,26 @@ describe('rate limits: proxies, batches and aliases', () => {
     }
   });
 
+  it('a public operation counts per client IP whoever calls: a credential sent along buys no budget of its own', async () => {
+    const limited = await startTestApp({ RATE_LIMIT_DEFAULT: '4' });
+    try {
+      const owner = await limited.signUp('guesser');
+      const guess = (token?: string) =>
+        limited.request('POST', '/api/v1/auth/sign-in', { token, body: { email: 'victim@example.com', password: 'a wrong guess' } });
+      const anonymous = [];
+      for (let i = 0; i < 5; i++) anonymous.push((await guess()).status);
+      expect(anonymous).toEqual([401, 401, 401, 401, 429]);
+      const withSession = await guess(owner.token);
+      expect(withSession.status, withSession.text).toBe(429);
+      const overTrpc = await limited.request('POST', '/trpc/auth.signIn', { token: owner.token, body: { email: 'victim@example.com', password: 'guess' } });
+      expect(overTrpc.status).toBe(429);
+      // The owner's own operations still count against the owner, not the IP.
+      expect((await limited.request('GET', '/api/v1/auth/me', { token: owner.token })).status).toBe(200);
+    } finally {
+      await limited.stop();
+    }
+  });
+
   it('every call of a tRPC batch and every GraphQL alias counts against the rate limit; bodies and batches are capped', async () => {
     const limited = await startTestApp({ RATE_LIMIT_DEFAULT: '3', JSON_BODY_LIMIT_BYTES: '4096' });
     try {

@@ -233,6 +233,11 @@ describe('visitor tokens expire; visitors are limited per visitor and per IP', (
       const refused = await mint();
       expect(refused.status).toBe(429);
       expect(refused.headers['retry-after']).toBeDefined();
+      // A credential sent along (a visitor token is free to mint, an owner session) buys no budget of its own.
+      for (const token of [one, owner.token]) {
+        const withCredential = await limited.request('POST', `/api/v1/chat/${slug}/visitor-sessions`, { token, body: {} });
+        expect(withCredential.status, withCredential.text).toBe(429);
+      }
 
       // No backend: 503, but each call counts. Two per visitor, then 429 for that visitor only.
       const send = (token: string) => limited.request('POST', `/api/v1/chat/${slug}/visitor-messages`, { token, body: { message: 'hi' } });

@@ -102,7 +102,7 @@ export function createRestHandler(options: RestHandlerOptions) {
       // Limited before the body is read: a refused upload costs no memory.
       // Marked before it is counted: a refusal here must not be counted again by readInputCounted.
       ctx.rateLimitPrecounted = route.procedurePath;
-      await enforceRateLimit(ctx, route.meta.rateLimit ?? 'default', route.procedurePath);
+      await enforceRateLimit(ctx, route.meta.rateLimit ?? 'default', route.procedurePath, route.meta.auth);
       const { fileField, maxBytes } = route.meta.multipart;
       input = await readMultipart(req, { fileField, maxBytes: maxBytes === 'plan' ? PLAN_RULES[caller.owner.plan].uploadBytes : maxBytes });
     } else if (route.meta.rawBody) {
@@ -129,7 +129,7 @@ export function createRestHandler(options: RestHandlerOptions) {
     try {
       return await readInput(req, route, url, params, ctx);
     } catch (error) {
-      if (ctx.rateLimitPrecounted !== route.procedurePath) await enforceRateLimit(ctx, route.meta.rateLimit ?? 'default', route.procedurePath);
+      if (ctx.rateLimitPrecounted !== route.procedurePath) await enforceRateLimit(ctx, route.meta.rateLimit ?? 'default', route.procedurePath, route.meta.auth);
       throw error;
     }
   }
