@@ -13,6 +13,8 @@ import { nextAttemptDelay, parseRetryAfter } from './schedule.ts';
 import { recordEvents, webhookEvent } from './outbox.ts';
 import { DELIVER_JOB } from './outbox-repository.ts';
 import * as repo from './repository.ts';
+import { usesHttps } from './url-policy.ts';
+import { PLAN_RULES } from '../../schema/plans.ts';
 
 export const REPLAY_JOB = 'webhook.replay';
 /** An endpoint that has not succeeded once in this long is disabled. */
@@ -62,6 +64,27 @@ async function readExcerpt(body: Readable): Promise<string> {
 }
 
 /**
+ * Why a delivery is not sent now, whatever its schedule: an endpoint that is disabled receives nothing but the test
+ * event its owner asked for, and an owner moved off the enterprise plan receives nothing until the plan is back.
+ */
+function notSendable(delivery: repo.DeliveryForSend): string | undefined {
+  if (!PLAN_RULES[delivery.owner_plan].enterpriseWebhooks) return 'Not sent: the account is no longer on the enterprise plan';
+  if (!delivery.enabled && delivery.event_type !== 'webhook.test') return 'Not sent: the endpoint is disabled';
+  return undefined;
+}
+
+/** Records an attempt that was not made, ending the delivery's automatic retries (a replay may still be asked for). */
+function recordNotSent(deps: DeliveryDeps, delivery: repo.DeliveryForSend, trigger: WebhookAttempt['trigger'], error: string) {
+  const attempt: WebhookAttempt = { at: deps.now().toISOString(), trigger, httpStatus: null, latencyMs: 0, responseExcerpt: null, error };
+  return repo.saveAttempt(deps.db, delivery.id, {
+    status: trigger === 'replay' ? 'keep' : 'failed',
+    countsAsAutomatic: false,
+    nextAttemptAt: null,
+    attempt,
+  });
+}
+
+/**
  * Sends one delivery attempt. Never throws for the receiver's behaviour: every outcome becomes an attempt
  * record. `webhook-id` is the event id, identical on every retry and replay, so receivers can deduplicate.
  */
@@ -81,7 +104,8 @@ async function send(deps: DeliveryDeps, delivery: repo.DeliveryForSend, trigger:
   const started = performance.now();
   const base = { at: at.toISOString(), trigger };
   // Plain http was accepted for an OUTBOUND_ALLOW_HOSTS entry only; that entry may be gone since it was saved.
-  if (!delivery.url.startsWith('https:') && !deps.http.isAllowListed(delivery.url)) {
+  // The scheme is read as URL parses it: a URL saved as `HTTPS://...` is https.
+  if (!usesHttps(delivery.url) && !deps.http.isAllowListed(delivery.url)) {
     return {
       attempt: { ...base, httpStatus: null, latencyMs: 0, responseExcerpt: null, error: 'Not sent: plain http is not allowed for this URL; use https' },
       succeeded: false,
@@ -170,17 +194,9 @@ async function deliver(deps: DeliveryDeps, job: Job<{ deliveryId: string }>): Pr
   }
   if (delivery.next_attempt_at === null && delivery.status === 'failed') return; // stopped earlier (endpoint disabled)
 
-  // A disabled endpoint receives nothing, except the test event its owner asked for explicitly.
-  if (!delivery.enabled && delivery.event_type !== 'webhook.test') {
-    const attempt: WebhookAttempt = {
-      at: deps.now().toISOString(),
-      trigger: 'automatic',
-      httpStatus: null,
-      latencyMs: 0,
-      responseExcerpt: null,
-      error: 'Not sent: the endpoint is disabled',
-    };
-    await repo.saveAttempt(deps.db, delivery.id, { status: 'failed', countsAsAutomatic: false, nextAttemptAt: null, attempt });
+  const refusal = notSendable(delivery);
+  if (refusal) {
+    await recordNotSent(deps, delivery, 'automatic', refusal);
     return;
   }
 
@@ -204,6 +220,12 @@ async function deliver(deps: DeliveryDeps, job: Job<{ deliveryId: string }>): Pr
 async function replay(deps: DeliveryDeps, job: Job<{ deliveryId: string }>): Promise<void> {
   const delivery = await repo.loadDeliveryForSend(deps.db, job.payload.deliveryId);
   if (!delivery || delivery.status === 'succeeded') return;
+  // The route refuses these; the endpoint or the plan may have changed while the replay waited in the queue.
+  const refusal = notSendable(delivery);
+  if (refusal) {
+    await recordNotSent(deps, delivery, 'replay', refusal);
+    return;
+  }
   const result = await send(deps, delivery, 'replay');
   // A failed replay leaves the delivery's status and automatic schedule (if any) as they are by then.
   await record(deps, delivery, result, { status: result.succeeded ? 'succeeded' : 'keep', nextAttemptAt: null, automatic: false });

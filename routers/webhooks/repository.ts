@@ -114,7 +114,9 @@ export const loadDeliveryForSend = (db: Db, deliveryId: string) =>
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhook_events as e', 'e.id', 'd.event_id')
     .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
+    .innerJoin('owners as o', 'o.id', 'd.owner_id')
     .select([
+      'o.plan as owner_plan',
       'd.id',
       'd.status',
       'd.attempt_count',

@@ -204,7 +204,7 @@ export const webhooksRouter = router({
         tags,
         summary: 'Re-send a failed delivery now, with the same event id (webhook-id)',
         protect: true,
-        errorResponses: { CONFLICT: 'The delivery succeeded already or was never attempted' },
+        errorResponses: { CONFLICT: 'The delivery succeeded already or was never attempted, or the endpoint is disabled (re-enable it first)' },
       },
     })
     .input(z.object({ webhookId: idParam, deliveryId: idParam }))
@@ -215,6 +215,10 @@ export const webhooksRouter = router({
       if (!delivery) throw new AppError('NOT_FOUND', 'Delivery not found', 'deliveryId does not name a delivery of this webhook');
       if (delivery.status === 'succeeded') throw new AppError('CONFLICT', 'Delivery already succeeded', 'Only failed or exhausted deliveries are replayed');
       if (delivery.status === 'pending') throw new AppError('CONFLICT', 'Delivery not attempted yet', 'Only failed or exhausted deliveries are replayed');
+      // A disabled endpoint receives nothing but the test event (which the test operation sends, not replay).
+      if (!hook.enabled && delivery.event_type !== 'webhook.test') {
+        throw new AppError('CONFLICT', 'Endpoint disabled', 'Re-enable it first: PATCH {"enabled":true}');
+      }
       await ctx.deps.webhookJobs.enqueue(
         REPLAY_JOB,
         { deliveryId: delivery.id },

@@ -2,6 +2,15 @@ import { AppError } from '../../schema/errors.ts';
 import type { AppDeps } from '../context.ts';
 import { checkAddressAtSave } from '../address-at-save.ts';
 
+/** Whether a stored receiver URL is https, as URL parses it: `HTTPS://...` is (a prefix test on the text said no). */
+export function usesHttps(text: string): boolean {
+  try {
+    return new URL(text).protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
 /**
  * A receiver URL must be https and resolve to public addresses only. Plain http is accepted solely for the
  * `host:port` entries of OUTBOUND_ALLOW_HOSTS, the development and testing aid that also exempts them from

@@ -525,6 +525,63 @@ describe('disabling', () => {
   });
 });
 
+describe('what a delivery checks when it goes out', () => {
+  const replay = (hookId: string, deliveryId: string) => app.request('POST', `${base}/${hookId}/replay`, { token: owner.token, body: { deliveryId } });
+
+  it('replay is a 409 for a disabled endpoint, and one queued before the endpoint was disabled is not sent', async () => {
+    const hook = await createHook({ url: receiver.url, events: ['knowledge_base.created'] });
+    receiver.reply = () => ({ status: 500 });
+    const queued = await createKnowledgeBase(hook.id, 'Replay KB');
+    await drainDue();
+    expect(receiver.received).toHaveLength(1);
+
+    receiver.reply = () => ({});
+    const accepted = await replay(hook.id, queued.deliveryId);
+    expect(accepted.status, accepted.text).toBe(200);
+    expect((await app.request('PATCH', `${base}/${hook.id}`, { token: owner.token, body: { enabled: false } })).status).toBe(200);
+    await drainDue();
+    expect(receiver.received).toHaveLength(1);
+    const held = await delivery(hook.id, queued.deliveryId);
+    expect(held).toMatchObject({ status: 'failed', attemptCount: 1 });
+    expect(held.attempts.at(-1)).toMatchObject({ trigger: 'replay', httpStatus: null, error: 'Not sent: the endpoint is disabled' });
+    const refused = await replay(hook.id, queued.deliveryId);
+    expect([refused.status, refused.body.error?.code], refused.text).toEqual([409, 'CONFLICT']);
+
+    expect((await app.request('PATCH', `${base}/${hook.id}`, { token: owner.token, body: { enabled: true } })).status).toBe(200);
+    expect((await replay(hook.id, queued.deliveryId)).status).toBe(200);
+    await drainDue();
+    expect(receiver.received).toHaveLength(2);
+    expect(await delivery(hook.id, queued.deliveryId)).toMatchObject({ status: 'succeeded' });
+  });
+
+  it('an owner moved off the enterprise plan gets no retry until the plan is back', async () => {
+    const hook = await createHook({ url: receiver.url, events: ['knowledge_base.created'] });
+    receiver.reply = () => ({ status: 500 });
+    const queued = await createKnowledgeBase(hook.id, 'Downgraded KB');
+    await drainDue();
+    expect(receiver.received).toHaveLength(1);
+
+    const setPlan = (plan: 'premium' | 'enterprise') => app.deps.database.db.updateTable('owners').set({ plan }).where('id', '=', owner.ownerId).execute();
+    receiver.reply = () => ({});
+    await setPlan('premium');
+    try {
+      clock = at(HOUR);
+      await drainDue();
+    } finally {
+      await setPlan('enterprise');
+    }
+    expect(receiver.received).toHaveLength(1);
+    const held = await delivery(hook.id, queued.deliveryId);
+    expect(held).toMatchObject({ status: 'failed', nextAttemptAt: null });
+    expect(held.attempts.at(-1)).toMatchObject({ trigger: 'automatic', error: 'Not sent: the account is no longer on the enterprise plan' });
+
+    // With the plan back, the owner may send it again.
+    expect((await replay(hook.id, queued.deliveryId)).status).toBe(200);
+    await drainDue();
+    expect(receiver.received).toHaveLength(2);
+  });
+});
+
 describe('secret rotation', () => {
   it('signs with both secrets during the grace period and with the new one alone after it', async () => {
     const hook = await createHook({ url: receiver.url, events: ['webhook.test'] });
