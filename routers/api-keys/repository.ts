@@ -92,6 +92,17 @@ export function updateKey(db: Kysely<DB>, ownerId: string, id: string, changes: 
     .executeTakeFirst();
 }
 
+/** Deactivates every key of the owner (kept, so the owner can see and reactivate them); answers how many were active. */
+export async function deactivateOwnerKeys(db: Kysely<DB>, ownerId: string): Promise<number> {
+  const result = await db
+    .updateTable('api_keys')
+    .set({ active: false, updated_at: new Date() })
+    .where('owner_id', '=', ownerId)
+    .where('active', '=', true)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
 export async function deleteKey(db: Kysely<DB>, ownerId: string, id: string) {
   const result = await db.deleteFrom('api_keys').where('owner_id', '=', ownerId).where('id', '=', id).executeTakeFirst();
   return Number(result.numDeletedRows) > 0;

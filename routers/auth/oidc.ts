@@ -41,7 +41,7 @@ export function looksLikeJwt(token: string): boolean {
 
 type KeyResolver = ReturnType<typeof createLocalJWKSet>;
 /** One object per running app: the key cache is kept per deps object. */
-type OidcDeps = Pick<AppDeps, 'config' | 'database' | 'http' | 'logger' | 'sessionCache'>;
+type OidcDeps = Pick<AppDeps, 'apiKeyCache' | 'apiKeyListCache' | 'config' | 'database' | 'http' | 'logger' | 'sessionCache'>;
 
 /** Whether `since` is less than `ms` ago; a clock that jumped backwards counts as expired rather than blocking fetches. */
 function within(since: number, ms: number): boolean {
@@ -188,8 +188,11 @@ async function findOrLinkOwner(deps: OidcDeps, subject: string, claims: JWTPaylo
       return undefined;
     }
     const updated = await linkOidcSubject(db, existing.id, subject);
-    // Its password sessions were just deleted: this instance must not serve them while the notification travels.
+    // Its password sessions were just deleted and its keys deactivated: this instance must not serve them while the
+    // notifications travel.
     deps.sessionCache.forgetOwner(existing.id);
+    deps.apiKeyCache.invalidate();
+    deps.apiKeyListCache.forget(existing.id);
     if (updated) deps.logger.info('oidc: linked owner to provider subject', { ownerId: existing.id });
     return updated ?? (retry ? findOrLinkOwner(deps, subject, claims, false) : undefined);
   }

@@ -1,6 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { DB, OwnerRow } from '../../db/types.ts';
 import { toIso } from '../../schema/common.ts';
+import { deactivateOwnerKeys } from '../api-keys/repository.ts';
+import { unpublishOwnerInterfaces } from '../chat-interfaces/repository.ts';
+import { disableOwnerEndpoints } from '../webhooks/repository.ts';
 
 export const toOwner = (row: Pick<OwnerRow, 'id' | 'email' | 'name' | 'plan' | 'role'>) => ({
   id: row.id,
@@ -87,7 +90,9 @@ export function insertOidcOwner(db: Kysely<DB>, row: Pick<OwnerRow, 'id' | 'emai
 /**
  * Links a password account to the provider subject whose verified email it carries. Sign-up never verified
  * that email, so whoever created the account may not be its owner: its password and sessions are dropped,
- * and from now on the account is reached through the provider.
+ * and from now on the account is reached through the provider. What that creator set up must not keep working
+ * for them either, so it waits for the verified owner's review: API keys are deactivated, webhook endpoints
+ * disabled (`account_linked`) and interfaces taken off their public pages; nothing is deleted.
  */
 export function linkOidcSubject(db: Kysely<DB>, ownerId: string, subject: string) {
   return db.transaction().execute(async (trx) => {
@@ -98,7 +103,12 @@ export function linkOidcSubject(db: Kysely<DB>, ownerId: string, subject: string
       .where('oidc_subject', 'is', null)
       .returningAll()
       .executeTakeFirst();
-    if (linked) await trx.deleteFrom('sessions').where('owner_id', '=', ownerId).execute();
+    if (linked) {
+      await trx.deleteFrom('sessions').where('owner_id', '=', ownerId).execute();
+      await deactivateOwnerKeys(trx, ownerId);
+      await disableOwnerEndpoints(trx, ownerId, new Date());
+      await unpublishOwnerInterfaces(trx, ownerId);
+    }
     return linked;
   });
 }

@@ -44,6 +44,11 @@ export function updateInterface(db: Kysely<DB>, ownerId: string, id: string, cha
     .executeTakeFirst();
 }
 
+/** Takes every interface of the owner off its public page and widget (visitor access reads `public` on each call). */
+export async function unpublishOwnerInterfaces(db: Kysely<DB>, ownerId: string): Promise<void> {
+  await db.updateTable('chat_interfaces').set({ public: false, updated_at: new Date() }).where('owner_id', '=', ownerId).where('public', '=', true).execute();
+}
+
 /**
  * The owner's interfaces that answered from a knowledge base being deleted go back to having none: `config_id` has no
  * foreign key (it also holds legacy ids), so nothing else would clear it.

@@ -186,6 +186,16 @@ export async function recordEndpointOutcome(db: Db, webhookId: string, succeeded
 }
 
 /** Disables an endpoint that is still enabled; returns it when this call did the disabling. */
+/** Disables every enabled endpoint of the owner, as `account_linked`: their deliveries end as not sent. */
+export async function disableOwnerEndpoints(db: Db, ownerId: string, at: Date): Promise<void> {
+  await db
+    .updateTable('webhooks')
+    .set({ enabled: false, disabled_reason: 'account_linked', disabled_at: at, updated_at: at })
+    .where('owner_id', '=', ownerId)
+    .where('enabled', '=', true)
+    .execute();
+}
+
 export const disableEndpoint = (db: Db, webhookId: string, reason: 'gone' | 'failing', at: Date) =>
   db
     .updateTable('webhooks')

@@ -126,6 +126,43 @@ describe('OIDC ID tokens as owner bearer tokens', () => {
     expect((await me(await idToken({ email }))).status).toBe(401);
   });
 
+  it('linking puts what the unverified creator set up on hold: keys inactive, endpoints disabled, pages private', async () => {
+    const squatter = await app.signUp('squatted');
+    const bystander = await app.signUp('bystander');
+    for (const who of [squatter, bystander]) {
+      await app.deps.database.db.updateTable('owners').set({ plan: 'enterprise' }).where('id', '=', who.ownerId).execute();
+    }
+    const setUp = async (token: string) => {
+      const made = await app.request('POST', '/api/v1/chat-interfaces', { token, body: { name: 'Corp bot', public: true } });
+      expect(made.status, made.text).toBe(201);
+      const iface = made.body.data.chatInterface;
+      const key = await app.request('POST', '/api/v1/api-keys', { token, body: { name: 'ops', chatInterfaceId: iface.id } });
+      expect(key.status, key.text).toBe(201);
+      const hook = await app.request('POST', '/api/v1/enterprise/webhooks', { token, body: { url: `http://${providerHostPort}/hook`, events: ['*'] } });
+      expect(hook.status, hook.text).toBe(201);
+      return { slug: iface.slug as string, key: key.body.data.key as string, hookId: hook.body.data.webhook.id as string };
+    };
+    const planted = await setUp(squatter.token);
+    const theirs = await setUp(bystander.token);
+    const useKey = (key: string) => app.request('GET', '/api/v1/chat-messages/history?sessionId=none', { token: key });
+    expect((await useKey(planted.key)).status).toBe(404);
+
+    const owner = await idToken({ sub: freshSub(), email: squatter.email });
+    expect((await me(owner)).body.data.owner.id).toBe(squatter.ownerId);
+    expect((await useKey(planted.key)).status).toBe(401);
+    expect((await app.request('POST', `/api/v1/chat/${planted.slug}/visitor-sessions`, { body: {} })).status).toBe(404);
+    const hook = await app.request('GET', `/api/v1/enterprise/webhooks/${planted.hookId}`, { token: owner });
+    expect(hook.body.data.webhook).toMatchObject({ enabled: false, disabledReason: 'account_linked' });
+    const keys = await app.request('GET', '/api/v1/api-keys', { token: owner });
+    expect(keys.body.data.apiKeys.map((k: { active: boolean }) => k.active)).toEqual([false]);
+
+    // Another owner's keys, pages and endpoints are untouched.
+    expect((await useKey(theirs.key)).status).toBe(404);
+    expect((await app.request('POST', `/api/v1/chat/${theirs.slug}/visitor-sessions`, { body: {} })).status).toBe(201);
+    const other = await app.request('GET', `/api/v1/enterprise/webhooks/${theirs.hookId}`, { token: bystander.token });
+    expect(other.body.data.webhook).toMatchObject({ enabled: true, disabledReason: null });
+  });
+
   it('refuses a wrong audience, a wrong issuer, an expired token and a token not yet valid', async () => {
     expect((await me(await idToken({ aud: 'someone-else' }))).status).toBe(401);
     expect((await me(await idToken({ iss: 'https://evil.example.com' }))).status).toBe(401);
