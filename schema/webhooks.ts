@@ -122,13 +122,10 @@ export const webhookSchema = z
     description: z.string().nullable(),
     events: z.array(z.string()),
     enabled: z.boolean(),
-    disabledReason: z
-      .string()
-      .nullable()
-      .meta({
-        description:
-          "Why delivery stopped: 'gone' (the receiver answered 410), 'failing' (5 days without a success), 'owner', or 'account_linked' (the account was claimed by its verified owner through single sign-on: endpoints its creator set up wait for review)",
-      }),
+    disabledReason: z.string().nullable().meta({
+      description:
+        "Why delivery stopped: 'gone' (the receiver answered 410), 'failing' (5 days without a success), 'owner', or 'account_linked' (the account was claimed by its verified owner through single sign-on: endpoints its creator set up wait for review)",
+    }),
     disabledAt: timestamp.nullable(),
     secretRotationGraceUntil: timestamp.nullable().meta({ description: 'Until then deliveries are signed with the previous secret too' }),
     failingSince: timestamp.nullable(),
