@@ -3,7 +3,7 @@ import { AppError } from '../../schema/errors.ts';
 import type { AppDeps } from '../context.ts';
 import type { ToolRunner } from '../knowledge-base/answer.ts';
 import { providerUrls } from './oauth.ts';
-import { forbiddenSchemaKeyword, ownerSchemaCheck, type SchemaCheck, toolkitSchemaCheck } from './schemas.ts';
+import { ownerSchemaCheck, ownerSchemaRefusal, type SchemaCheck, toolkitSchemaCheck } from './schemas.ts';
 import * as repo from './repository.ts';
 import { credentialFor } from './tokens.ts';
 import { findToolkit } from './toolkits/catalogue.ts';
@@ -44,8 +44,8 @@ export async function connectedTools(
     const settings = (account.settings as Record<string, unknown>) ?? {};
     const ownSchema = toolkit.slug === 'http' && isObject(settings.inputSchema);
     const schema = ownSchema ? (settings.inputSchema as Record<string, unknown>) : tool.inputSchema;
-    // A schema stored before the keyword check was complete is never compiled: its patterns would run on the request thread.
-    const refused = ownSchema ? forbiddenSchemaKeyword(schema) : null;
+    // A schema stored before the keyword check was complete is never run: its patterns would run on the request thread.
+    const refused = ownSchema ? ownerSchemaRefusal(schema) : null;
     const description = toolkit.slug === 'http' && typeof settings.description === 'string' ? settings.description : tool.description;
     tools.push({
       definition: {
@@ -56,7 +56,7 @@ export async function connectedTools(
       run: (args, timeoutMs) =>
         refused === null
           ? runConnectedTool(deps, toolkit, tool, account.id, () => (ownSchema ? ownerSchemaCheck(schema) : toolkitSchemaCheck(schema)), args, timeoutMs)
-          : Promise.reject(new ToolError(`The tool's input schema uses ${refused}, which is not allowed: save the tool's settings again without it`)),
+          : Promise.reject(new ToolError(refused)),
     });
   }
   return tools;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { retainedHeapBytes } from '../../test/helpers/retained-heap.ts';
 import { AppError } from '../../schema/errors.ts';
-import { checkSettings, ownerSchemaCheck, toolkitSchemaCheck } from './schemas.ts';
+import { checkSettings, ownerSchemaCheck, ownerSchemaRefusal, toolkitSchemaCheck } from './schemas.ts';
 import { httpToolkit } from './toolkits/http-tool.ts';
 
 /** A schema of about 15,700 characters of JSON, a new object each call (as every request body makes one). */
@@ -61,6 +61,49 @@ describe('tool schemas', () => {
     );
     expect(refusal({ type: 'object', $schema: 12 })).toBe('settings.inputSchema: not a valid JSON Schema ($schema must be a string)');
     expect(refusal(ownerSchema)).toBeNull();
+  });
+
+  it('forbidden keywords are found by schema position: owners’ names are exempt, nothing else is', () => {
+    const settings = { url: 'https://example.com/hook', description: 'Looks things up' };
+    const refusal = (inputSchema: unknown) => {
+      try {
+        checkSettings(httpToolkit, { ...settings, inputSchema });
+        return null;
+      } catch (error) {
+        return error instanceof AppError ? error.details : error;
+      }
+    };
+    const notAllowed = (where: string) => `${where}: not allowed in a tool's input schema (no patterns, formats or references)`;
+    // The attack pass's schema: a reference under a dependent schema for a property named `properties`.
+    expect(refusal({ type: 'object', dependentSchemas: { properties: { $ref: '#' } } })).toBe(
+      notAllowed('settings.inputSchema.dependentSchemas.properties.$ref'),
+    );
+    expect(refusal({ type: 'object', properties: { properties: { type: 'string', pattern: 'a+' } } })).toBe(
+      notAllowed('settings.inputSchema.properties.properties.pattern'),
+    );
+    expect(refusal({ type: 'array', items: { $recursiveRef: '#' } })).toBe(notAllowed('settings.inputSchema.items.$recursiveRef'));
+    expect(refusal({ anyOf: [{ type: 'string' }, { type: 'string', format: 'email' }] })).toBe(notAllowed('settings.inputSchema.anyOf.1.format'));
+    expect(refusal({ type: 'object', not: { $defs: {} } })).toBe(notAllowed('settings.inputSchema.not.$defs'));
+    // Data is walked with every key counted, names included.
+    expect(refusal({ type: 'object', default: { properties: { $ref: 'x' } } })).toBe(notAllowed('settings.inputSchema.default.properties.$ref'));
+    // One the interpreter cannot load (an id twice) is refused when saved, and refused at use when stored before.
+    const twice = { type: 'object', properties: { a: { id: 'https://x.test/y' }, b: { id: 'https://x.test/y' } } };
+    expect(refusal(twice)).toBe('settings.inputSchema: not a usable JSON Schema (Duplicate schema URI "https://x.test/y".)');
+    expect(ownerSchemaRefusal(twice)).toBe(
+      'The tool\'s input schema cannot be used (Duplicate schema URI "https://x.test/y".): save the tool\'s settings again without it',
+    );
+    expect(ownerSchemaRefusal({ type: 'object', dependentSchemas: { properties: { $ref: '#' } } })).toBe(
+      "The tool's input schema uses inputSchema.dependentSchemas.properties.$ref, which is not allowed: save the tool's settings again without it",
+    );
+    expect(ownerSchemaRefusal(ownerSchema)).toBeNull();
+    // Owners' property names may be anything, keywords included.
+    expect(
+      refusal({
+        type: 'object',
+        properties: { pattern: { type: 'string' }, $ref: { type: 'integer' }, properties: { type: 'object', properties: { format: { type: 'string' } } } },
+        dependentSchemas: { pattern: { required: ['format'] } },
+      }),
+    ).toBeNull();
   });
 
   it('checking owners’ input schemas keeps none of them: memory does not grow with each attempt', () => {

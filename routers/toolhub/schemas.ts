@@ -26,6 +26,8 @@ const FORBIDDEN_KEYWORDS = new Set([
   'patternProperties',
   '$ref',
   '$dynamicRef',
+  '$recursiveRef',
+  '$recursiveAnchor',
   '$id',
   '$anchor',
   '$dynamicAnchor',
@@ -62,11 +64,8 @@ export function toolkitSchemaCheck(schema: JsonSchema): SchemaCheck {
 const OWNER_CACHE_LIMIT = 256;
 const ownerValidators = new Map<string, Validator>();
 
-/**
- * The check of an owner-written schema (already held to the safe subset), interpreted. Of the problems found, the
- * last is the deepest (the interpreter reports a property's mismatch before what inside it did not match).
- */
-export function ownerSchemaCheck(schema: JsonSchema): SchemaCheck {
+/** The interpreter of an owner's schema, cached by its text. Throws when the schema cannot be loaded (two equal ids). */
+function ownerValidator(schema: JsonSchema): Validator {
   const key = JSON.stringify(schema);
   let validator = ownerValidators.get(key);
   if (!validator) {
@@ -74,7 +73,42 @@ export function ownerSchemaCheck(schema: JsonSchema): SchemaCheck {
     if (ownerValidators.size >= OWNER_CACHE_LIMIT) ownerValidators.delete(ownerValidators.keys().next().value!);
     ownerValidators.set(key, validator);
   }
-  const interpreter = validator;
+  return validator;
+}
+
+/**
+ * Why the interpreter cannot load an owner's schema (it holds the same id twice), or null. `keep` caches the loaded
+ * interpreter for the calls to come; a settings check keeps nothing (most attempts are never called).
+ */
+function unloadableReason(schema: JsonSchema, keep: boolean): string | null {
+  try {
+    if (keep) ownerValidator(schema);
+    else new Validator(schema, '2020-12', true);
+    return null;
+  } catch (error) {
+    return (error instanceof Error ? error.message : String(error)).slice(0, 200);
+  }
+}
+
+/**
+ * Why an owner's stored input schema cannot be run, or null: a keyword outside the safe subset (stored before the
+ * check was complete), or a schema the interpreter cannot load. Checked before each use; its patterns would run on
+ * the request thread.
+ */
+export function ownerSchemaRefusal(schema: JsonSchema): string | null {
+  const keyword = forbiddenKeyword(schema, 'inputSchema');
+  if (keyword) return `The tool's input schema uses ${keyword}, which is not allowed: save the tool's settings again without it`;
+  const unloadable = unloadableReason(schema, true);
+  if (unloadable) return `The tool's input schema cannot be used (${unloadable}): save the tool's settings again without it`;
+  return null;
+}
+
+/**
+ * The check of an owner-written schema (already held to the safe subset and loadable: ownerSchemaRefusal), interpreted. Of the problems found, the
+ * last is the deepest (the interpreter reports a property's mismatch before what inside it did not match).
+ */
+export function ownerSchemaCheck(schema: JsonSchema): SchemaCheck {
+  const interpreter = ownerValidator(schema);
   return (value) => {
     const { valid, errors } = interpreter.validate(value);
     if (valid) return null;
@@ -84,32 +118,82 @@ export function ownerSchemaCheck(schema: JsonSchema): SchemaCheck {
   };
 }
 
+/** Keywords whose value maps names (the owner's, not keywords) to schemas. */
+const SCHEMA_MAPS = new Set(['properties', 'patternProperties', 'dependentSchemas', '$defs', 'definitions']);
+/** Keywords whose value is a schema, or (`items` in older drafts) an array of schemas. */
+const SCHEMA_VALUES = new Set([
+  'additionalProperties',
+  'items',
+  'additionalItems',
+  'contains',
+  'not',
+  'if',
+  'then',
+  'else',
+  'propertyNames',
+  'unevaluatedItems',
+  'unevaluatedProperties',
+  'contentSchema',
+]);
+/** Keywords whose value is an array of schemas. */
+const SCHEMA_ARRAYS = new Set(['allOf', 'anyOf', 'oneOf', 'prefixItems']);
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
 /**
- * The first keyword of an owner's schema that is not allowed, with where it is. `names` marks a `properties` map,
- * whose keys are the owner's property names, not keywords; each of its values is a schema again, checked in full
- * (a property named `properties` must not smuggle a `pattern` past the check). Decided by the structure, never by
- * the path's text.
+ * The first forbidden keyword anywhere in a value that is not in a schema position (an unknown keyword's value,
+ * `enum`, `default`...): every key counts, names included, so nothing is exempted by a guess.
  */
-function forbiddenKeyword(value: unknown, path: string, names = false): string | null {
+function forbiddenAnywhere(value: unknown, path: string): string | null {
   if (Array.isArray(value)) {
     for (const [i, item] of value.entries()) {
-      const found = forbiddenKeyword(item, `${path}.${i}`);
+      const found = forbiddenAnywhere(item, `${path}.${i}`);
       if (found) return found;
     }
     return null;
   }
-  if (typeof value !== 'object' || value === null) return null;
+  if (!isPlainObject(value)) return null;
   for (const [key, item] of Object.entries(value)) {
-    if (!names && FORBIDDEN_KEYWORDS.has(key)) return `${path}.${key}`;
-    const found = forbiddenKeyword(item, `${path}.${key}`, !names && key === 'properties');
+    if (FORBIDDEN_KEYWORDS.has(key)) return `${path}.${key}`;
+    const found = forbiddenAnywhere(item, `${path}.${key}`);
     if (found) return found;
   }
   return null;
 }
 
-/** Where an owner-written input schema uses a keyword that is not allowed, or null. */
-export function forbiddenSchemaKeyword(schema: unknown): string | null {
-  return forbiddenKeyword(schema, 'inputSchema');
+/**
+ * The first keyword of an owner's schema that is not allowed, with where it is. Walked by position, as the
+ * validator reads it: a name map's keys (`properties`, `dependentSchemas`) are the owner's names and each value is a
+ * schema again; any other keyword's value is walked with every key counted. An attack pass got `$ref` past a walk
+ * that took every key named `properties` for the keyword (`dependentSchemas: {properties: {$ref: ...}}`): references
+ * that doubled at each level held the request thread for seconds per tool call.
+ */
+function forbiddenKeyword(schema: unknown, path: string): string | null {
+  if (!isPlainObject(schema)) return Array.isArray(schema) ? forbiddenAnywhere(schema, path) : null;
+  for (const [key, value] of Object.entries(schema)) {
+    const at = `${path}.${key}`;
+    if (FORBIDDEN_KEYWORDS.has(key)) return at;
+    let found: string | null;
+    if (SCHEMA_MAPS.has(key) && isPlainObject(value)) {
+      found = null;
+      for (const [name, sub] of Object.entries(value)) {
+        found = forbiddenKeyword(sub, `${at}.${name}`);
+        if (found) break;
+      }
+    } else if ((SCHEMA_VALUES.has(key) || SCHEMA_ARRAYS.has(key)) && Array.isArray(value)) {
+      found = null;
+      for (const [i, sub] of value.entries()) {
+        found = forbiddenKeyword(sub, `${at}.${i}`);
+        if (found) break;
+      }
+    } else if (SCHEMA_VALUES.has(key)) {
+      found = forbiddenKeyword(value, at);
+    } else {
+      found = forbiddenAnywhere(value, at);
+    }
+    if (found) return found;
+  }
+  return null;
 }
 
 /** An account's settings, checked against its toolkit's settings schema (and an owner-written schema against the safe subset). */
@@ -130,6 +214,8 @@ export function checkSettings(toolkit: Toolkit, settings: Record<string, unknown
       reason = error instanceof Error ? error.message : 'invalid';
     }
     if (reason !== undefined) throw invalid(`settings.inputSchema: not a valid JSON Schema (${reason.slice(0, 200)})`);
+    const unloadable = unloadableReason(inputSchema as JsonSchema, false);
+    if (unloadable) throw invalid(`settings.inputSchema: not a usable JSON Schema (${unloadable})`);
   }
   const validate = toolkitValidator(toolkit.settingsSchema);
   if (!validate(settings)) {

@@ -176,6 +176,20 @@ describe('a chat turn with tools', () => {
     );
   });
 
+  it('a stored input schema with a reference hidden under `dependentSchemas.properties` is not run', async () => {
+    // Each level refers to the next twice over: interpreted, the work doubles with each level (seconds at 22).
+    let node: Record<string, unknown> = { type: 'object' };
+    for (let i = 19; i >= 0; i--) node = { $ref: `#${'/dependentSchemas/properties'.repeat(i + 2)}`, dependentSchemas: { properties: node } };
+    const hidden = { type: 'object', dependentSchemas: { properties: node } };
+    const names = await enable([await addHttpTool(`${toolUrl}/refs`, hidden)]);
+    calls = [{ name: names[0]!, arguments: { properties: 1 } }];
+    const { res } = await visitorChat('Check this too');
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.toolCalls[0].error).toBe(
+      "The tool's input schema uses inputSchema.dependentSchemas.properties.$ref, which is not allowed: save the tool's settings again without it",
+    );
+  });
+
   it('the enabled-tools list names each tool as the model is offered it, a second account numbered', async () => {
     const first = await addHttpTool(`${toolUrl}/a`, { type: 'object' });
     const second = await addHttpTool(`${toolUrl}/b`, { type: 'object' });
