@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { idParam, singleLineText, timestamp } from './common.ts';
+import { headerCredential, idParam, singleLineText, timestamp } from './common.ts';
 
 export const endpointTypeSchema = z.enum(['flow', 'openai', 'messages', 'generation', 'generic']);
 export const slugSchema = z.string().regex(/^[a-z0-9](?:[a-z0-9-]{1,62}[a-z0-9])$/, 'must be 3-64 characters: lowercase letters, digits and inner hyphens');
@@ -48,7 +48,7 @@ const editable = {
   slug: slugSchema,
   configId: z.string().min(1).max(100).nullable(),
   endpointUrl: endpointUrl.nullable(),
-  apiKey: z.string().min(1).max(4096).nullable().meta({ description: 'Upstream API key; stored encrypted, never returned; null clears it' }),
+  apiKey: headerCredential(4096).nullable().meta({ description: 'Upstream API key; stored encrypted, never returned; null clears it' }),
   endpointType: endpointTypeSchema.nullable(),
   welcomeMessage: z.string().max(2000).nullable(),
   placeholder: z.string().max(200).nullable(),

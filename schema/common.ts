@@ -17,6 +17,15 @@ export const idText = z.string().min(1).max(100);
 export const idParam = idText.transform(lookupId);
 export const timestamp = z.string().meta({ format: 'date-time', example: '2026-01-01T12:00:00.000Z' });
 
+/** What an HTTP header value may hold (RFC 9110 field-value: Node's http throws on anything else). */
+export const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+/**
+ * A credential we send to an upstream in a header: refused when saved if a header cannot carry it, rather than
+ * saved and then failing every call with an error that blames the connection.
+ */
+export const headerCredential = (max: number) =>
+  z.string().min(1).max(max).regex(HEADER_VALUE, 'must hold only characters an HTTP header can carry (no control characters, nothing past U+00FF)');
+
 /** C0 control characters (CR, LF, tab, NUL, ...) and DEL. */
 export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
 /**

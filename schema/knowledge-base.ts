@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { idParam, timestamp } from './common.ts';
+import { headerCredential, idParam, timestamp } from './common.ts';
 
 /**
  * The spec's sample sends temperature as a numeric string; accept both, and nothing else. The number branch is `inner`
@@ -21,7 +21,7 @@ export const embeddingInputSchema = z.discriminatedUnion('provider', [
     baseUrl: providerUrl.meta({ description: 'OpenAI-compatible server (OpenAI, Ollama, vLLM, TEI...); /v1/embeddings is appended' }),
     model: z.string().min(1).max(200),
     dimensions: z.number().int().min(8).max(8192).optional(),
-    apiKey: z.string().min(1).max(4096).optional().meta({ description: 'Stored encrypted, never returned' }),
+    apiKey: headerCredential(4096).optional().meta({ description: 'Stored encrypted, never returned' }),
   }),
 ]);
 
@@ -31,7 +31,7 @@ export const llmInputSchema = z.object({
   }),
   baseUrl: providerUrl.meta({ description: 'The server; /v1/chat/completions or /v1/messages is appended' }),
   model: z.string().min(1).max(200),
-  apiKey: z.string().min(1).max(4096).optional().meta({ description: 'Stored encrypted, never returned' }),
+  apiKey: headerCredential(4096).optional().meta({ description: 'Stored encrypted, never returned' }),
 });
 
 export const memoryInputSchema = z.object({

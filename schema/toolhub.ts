@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { idParam, timestamp } from './common.ts';
+import { headerCredential, idParam, timestamp } from './common.ts';
 
 export const accountStatusSchema = z.enum(['INITIATED', 'ACTIVE', 'DISABLED', 'EXPIRED', 'FAILED', 'REVOKED']);
 
@@ -73,7 +73,7 @@ export const connectInput = z.object({
     .max(100)
     .optional()
     .meta({ description: 'oauth2: your auth config, or platform:<toolkit>; default: the platform’s when configured' }),
-  apiKey: z.string().min(1).max(4000).optional().meta({ description: 'api_key toolkits: the credential, checked with a test call before it is stored' }),
+  apiKey: headerCredential(4000).optional().meta({ description: 'api_key toolkits: the credential, checked with a test call before it is stored' }),
   label: z.string().trim().min(1).max(100).optional(),
   settings: z.record(z.string(), z.unknown()).optional().meta({ description: 'Per-account settings the toolkit defines (see its settingsSchema)' }),
   scopes: z.array(z.string().trim().min(1).max(200)).max(50).optional(),

@@ -105,6 +105,9 @@ describe('chat interfaces', () => {
       [{ name: 'x', endpointUrl: 'ftp://example.com' }, 'endpointUrl'],
       [{ name: 'x', endpointType: 'soap' }, 'endpointType'],
       [{ name: 'x'.repeat(101) }, 'name'],
+      // A key no HTTP header can carry would fail every chat as if the endpoint were unreachable.
+      [{ name: 'x', apiKey: 'abc\u0001def' }, 'apiKey: must hold only characters an HTTP header can carry'],
+      [{ name: 'x', apiKey: 'key-\u20ac' }, 'apiKey: must hold only characters an HTTP header can carry'],
     ];
     for (const [body, field] of cases) {
       const res = await create(a.token, body);

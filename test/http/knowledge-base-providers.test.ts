@@ -179,6 +179,17 @@ describe('an OpenAI-compatible embedding provider, and changing the model', () =
 describe('an embedding provider failing at query time', () => {
   const TRACE = 'Traceback (most recent call last): File "/srv/embedder/main.py", line 7';
 
+  it('refuses a provider key no HTTP header can carry when it is saved, naming the field', async () => {
+    for (const body of [
+      { name: 'Bad llm key', llm: { provider: 'openai', baseUrl: mock.url, model: 'gpt-test', apiKey: 'sk-\u0001' } },
+      { name: 'Bad embedding key', embedding: { provider: 'openai', baseUrl: mock.url, model: 'embed', apiKey: 'sk-\u20ac' } },
+    ]) {
+      const res = await app.request('POST', '/api/v1/knowledge-base/configs', { token: owner.token, body });
+      expect(res.status, res.text).toBe(400);
+      expect(res.body.error.details).toMatch(/apiKey: must hold only characters an HTTP header can carry/);
+    }
+  });
+
   it('is the clear UPSTREAM_* error for the owner (with the reason) and for a visitor (without it), never a 500', async () => {
     const id = await makeKb({
       name: 'Failing embeddings',

@@ -304,6 +304,23 @@ describe('API-key accounts, config and status', () => {
     expect(slackEntry).toMatchObject({ platformClient: false, authConfigIds: [authConfigId] });
   });
 
+  it('a key or prefix holding characters a header cannot carry is a 400 naming it, never a 500', async () => {
+    const settings = { url: `${endpoint.origin}/hook`, inputSchema: { type: 'object' }, description: 'CRM' };
+    for (const [apiKey, authPrefix, named] of [
+      ['abc\u0001def', undefined, /^apiKey: must hold only characters an HTTP header can carry/],
+      ['key-\u20ac', undefined, /^apiKey: must hold only characters an HTTP header can carry/],
+      ['abc', '\u20ac ', /auth prefix/],
+      ['abc', 'Bearer\u0007 ', /auth prefix/],
+    ] as const) {
+      const res = await app.request('POST', '/api/v1/toolhub/connect', {
+        token: a.token,
+        body: { toolkit: 'http', apiKey, settings: { ...settings, ...(authPrefix === undefined ? {} : { authPrefix }) } },
+      });
+      expect(res.status, res.text).toBe(400);
+      expect(res.body.error.details).toMatch(named);
+    }
+  });
+
   it('an auth header the request would never carry (Host, framing, hop-by-hop) is refused naming the setting, before any call', async () => {
     const settings = { url: `${endpoint.origin}/hook`, inputSchema: { type: 'object' }, description: 'CRM' };
     const before = (await app.request('GET', '/api/v1/toolhub/accounts', { token: a.token })).body.data;

@@ -10,6 +10,7 @@ import { type GuardedResponse, RESERVED_HEADERS } from '../../../adapters/outbou
 import { type JsonSchema, type ToolContext, ToolError, type Toolkit } from '../toolkit.ts';
 import { isObject, unreachable } from './provider-kit.ts';
 import { parseUntrustedJson } from '../../../schema/text-input.ts';
+import { HEADER_VALUE } from '../../../schema/common.ts';
 
 export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 export type HttpToolMethod = (typeof HTTP_METHODS)[number];
@@ -172,7 +173,8 @@ export function readSettings(raw: Record<string, unknown>): HttpToolSettings {
   }
   const authPrefix = raw['authPrefix'];
   if (authPrefix !== undefined && authPrefix !== null) {
-    if (typeof authPrefix !== 'string' || /[\r\n\0]/.test(authPrefix)) throw new ToolError('The HTTP tool auth prefix is not valid');
+    if (typeof authPrefix !== 'string' || !HEADER_VALUE.test(authPrefix))
+      throw new ToolError('The HTTP tool auth prefix contains characters a header cannot carry');
     settings.authPrefix = authPrefix;
   }
   return settings;
@@ -183,7 +185,7 @@ function authHeaders(ctx: ToolContext, settings: HttpToolSettings): Record<strin
   if (credential.kind === 'none') return {};
   if (credential.kind !== 'api_key') throw new ToolError('The HTTP tool takes an API key or no credential');
   if (credential.apiKey === '') return {};
-  if (/[\r\n\0]/.test(credential.apiKey)) throw new ToolError('The API key contains characters a header cannot carry');
+  if (!HEADER_VALUE.test(credential.apiKey)) throw new ToolError('The API key contains characters a header cannot carry');
   // Without a header name, the usual bearer convention.
   const name = settings.authHeader ?? 'authorization';
   const prefix = settings.authPrefix ?? (settings.authHeader === undefined ? 'Bearer ' : '');
