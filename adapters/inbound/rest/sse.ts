@@ -1,12 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Context } from '../../../routers/context.ts';
 import { toClientError } from '../client-error.ts';
-
-/**
- * How long a stream waits for its reader to take what was written. Backpressure bounds what a reader that stopped
- * reading costs in memory, but not the connection and the work paused behind it: past this, the stream is closed.
- */
-const STALLED_READER_MS = 60_000;
+import { STALLED_READER_MS } from '../stalled-reader.ts';
 
 /** Resolves when `res` takes more (drain), closes, or has waited too long, in which case it is destroyed. */
 function drained(res: ServerResponse): Promise<void> {

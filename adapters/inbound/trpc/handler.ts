@@ -7,6 +7,7 @@ import type { ErrorCode } from '../../../schema/errors.ts';
 import { toClientError } from '../client-error.ts';
 import { HTTP_STATUS } from '../http-status.ts';
 import { readJsonText } from '../request-body.ts';
+import { closeWhenStalled } from '../stalled-reader.ts';
 
 const TRPC_CODE: Record<ErrorCode, TRPC_ERROR_CODE_KEY> = {
   BAD_REQUEST: 'BAD_REQUEST',
@@ -65,6 +66,8 @@ const MAX_BATCH_SIZE = 20;
 export function createTrpcHandler(appRouter: AnyRouter, maxBodyBytes: number) {
   const router = withWireErrorCodes(appRouter);
   return async (req: IncomingMessage, res: ServerResponse, ctx: Context, url: URL) => {
+    // Streamed results (`trpc-accept: application/jsonl`) are written by tRPC, which waits for a reader without end.
+    closeWhenStalled(res);
     await nodeHTTPRequestHandler({
       router,
       req,
