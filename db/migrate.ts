@@ -25,6 +25,7 @@ import * as kbDocumentContents from './migrations/0023_kb_document_contents.ts';
 import * as interfaceDeleteGuard from './migrations/0024_interface_delete_guard.ts';
 import * as subscriptionCreated from './migrations/0025_subscription_created.ts';
 import * as openCheckout from './migrations/0026_open_checkout.ts';
+import * as supportRequesterConfirmation from './migrations/0027_support_requester_confirmation.ts';
 
 /** Migrations are listed in code (not read from a folder) so they run the same under tsx, tests and bundlers. */
 const migrations: Record<string, Migration> = {
@@ -54,6 +55,7 @@ const migrations: Record<string, Migration> = {
   '0024_interface_delete_guard': interfaceDeleteGuard,
   '0025_subscription_created': subscriptionCreated,
   '0026_open_checkout': openCheckout,
+  '0027_support_requester_confirmation': supportRequesterConfirmation,
 };
 
 /** Runs pending migrations. Kysely's migrator holds a Postgres advisory lock, so concurrent instances are safe. */

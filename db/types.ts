@@ -358,6 +358,10 @@ export interface SupportTicketsTable {
   status: TicketStatus;
   priority: TicketPriority;
   assignee: string | null;
+  /** When the requester proved the address through the confirmation link (migration 0027); replies to a hand-off are mailed only after. */
+  requester_confirmed_at: Date | null;
+  /** SHA-256 of the confirmation link's token; null for tickets to the admins (their replies need no proof). */
+  confirm_token_hash: string | null;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
 }

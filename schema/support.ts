@@ -35,7 +35,14 @@ export const ticketSchema = z
     assignee: z.string().nullable(),
     subject: z.string(),
     category: z.string().nullable(),
-    requester: z.object({ name: z.string(), email: z.string() }),
+    requester: z.object({
+      name: z.string(),
+      email: z.string(),
+      confirmed: z.boolean().meta({
+        description:
+          'Whether the requester proved the address with the link in their confirmation mail. Replies to a hand-off (addressedTo owner) are mailed only once it is; replies to the admins’ tickets always are',
+      }),
+    }),
     chatInterfaceId: z.string().nullable(),
     sessionId: z.string().nullable(),
     addressedTo: z.enum(['owner', 'admins']),
@@ -54,7 +61,13 @@ export const listTicketsInput = z.object({
 export const updateTicketInput = z
   .object({
     ticketId: idParam,
-    reply: z.string().trim().min(1).max(10_000).optional().meta({ description: 'A reply, mailed to the requester' }),
+    reply: z
+      .string()
+      .trim()
+      .min(1)
+      .max(10_000)
+      .optional()
+      .meta({ description: 'A reply, mailed to the requester (for a hand-off: once the requester has confirmed the address; until then it waits)' }),
     status: ticketStatusSchema.optional(),
     priority: ticketPrioritySchema.optional().meta({ description: 'Admins only' }),
     assignee: z.string().trim().min(1).max(254).nullable().optional().meta({ description: 'Admins only; null unassigns' }),
@@ -63,5 +76,9 @@ export const updateTicketInput = z
     message: 'give at least one',
     path: ['reply, status, priority or assignee'],
   });
+
+export const confirmRequesterInput = z.object({
+  token: z.string().min(10).max(200).meta({ description: 'The token from the link in the confirmation mail (the page at /support/confirm sends it)' }),
+});
 
 export const ticketEventSchema = ticketSchema;

@@ -7,7 +7,7 @@ export type TicketRow = Selectable<SupportTicketsTable>;
 
 export async function insertTicket(
   trx: Transaction<DB>,
-  ticket: Omit<TicketRow, 'created_at' | 'updated_at' | 'transcript' | 'assignee'> & { transcript: unknown },
+  ticket: Omit<TicketRow, 'created_at' | 'updated_at' | 'transcript' | 'assignee' | 'requester_confirmed_at'> & { transcript: unknown },
   message: { id: string; body: string },
 ) {
   const row = await trx
@@ -76,6 +76,23 @@ export async function updateTicket(
       .execute();
   }
   return row;
+}
+
+/**
+ * Marks the requester of the ticket with this confirmation token as proven, once: answers the ticket and whether
+ * this call confirmed it (a second click confirms nothing again), or undefined for no such ticket. Locked, so two
+ * clicks at once mail the waiting replies once.
+ */
+export async function confirmRequester(trx: Transaction<DB>, tokenHash: string, at: Date) {
+  const ticket = await trx.selectFrom('support_tickets').selectAll().where('confirm_token_hash', '=', tokenHash).forUpdate().executeTakeFirst();
+  if (!ticket || ticket.requester_confirmed_at) return ticket && { ticket, confirmedNow: false };
+  const confirmed = await trx
+    .updateTable('support_tickets')
+    .set({ requester_confirmed_at: at, updated_at: at })
+    .where('id', '=', ticket.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return { ticket: confirmed, confirmedNow: true };
 }
 
 /** Where notifications for tickets without an owner go: the admins' addresses. */

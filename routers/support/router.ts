@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { isUuid, namesNothing } from '../../schema/common.ts';
 import { AppError } from '../../schema/errors.ts';
-import { contactInput, listTicketsInput, ticketMessageSchema, ticketSchema, updateTicketInput } from '../../schema/support.ts';
+import { confirmRequesterInput, contactInput, listTicketsInput, ticketMessageSchema, ticketSchema, updateTicketInput } from '../../schema/support.ts';
 import type { TicketStatus } from '../../db/types.ts';
 import * as chatRepo from '../chat/repository.ts';
 import { findOwnerById } from '../auth/repository.ts';
@@ -11,6 +11,7 @@ import type { Context } from '../context.ts';
 import { decodeCursor, encodeCursor } from '../pagination.ts';
 import { enforceSharedBudget, ownerProcedure, publicProcedure, router } from '../trpc.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
+import { CONFIRM_PAGE_PATH, confirmationMailText, confirmTokenOf, hashConfirmToken, repliesAreMailed } from './confirmation.ts';
 import { queueSupportMail } from './mail.ts';
 import * as repo from './repository.ts';
 
@@ -27,6 +28,11 @@ const TRANSITIONS: Record<TicketStatus, TicketStatus[]> = {
 };
 
 const ticketNotFound = () => new AppError('NOT_FOUND', 'Ticket not found');
+const replyMail = (ticket: repo.TicketRow, body: string) => ({
+  to: [ticket.requester_email],
+  subject: `[${ticket.reference}] Re: ${ticket.subject}`,
+  text: body,
+});
 const newReference = () => `T-${randomBytes(5).toString('hex').toUpperCase()}`;
 
 export function toTicket(row: repo.TicketRow) {
@@ -38,7 +44,7 @@ export function toTicket(row: repo.TicketRow) {
     assignee: row.assignee,
     subject: row.subject,
     category: row.category,
-    requester: { name: row.requester_name, email: row.requester_email },
+    requester: { name: row.requester_name, email: row.requester_email, confirmed: row.requester_confirmed_at !== null },
     chatInterfaceId: row.chat_interface_id,
     sessionId: row.session_id,
     addressedTo: row.owner_id ? ('owner' as const) : ('admins' as const),
@@ -75,7 +81,7 @@ export const supportRouter = router({
         tags,
         summary: 'Writes to support: to the service’s admins, or with chatInterfaceId to that interface’s owner (a hand-off, with the conversation)',
         description:
-          'Answers 202 with the ticket reference; the requester gets a confirmation mail (the reference and fixed text only: the address is not verified), the recipient a notification. The conversation named by sessionId is attached only when the call carries a visitor token of that conversation (Authorization: Bearer); otherwise the ticket has none. Limited per client IP (RATE_LIMIT_SUPPORT) and for everyone together (RATE_LIMIT_SUPPORT_GLOBAL).',
+          'Answers 202 with the ticket reference; the requester gets a confirmation mail (the reference and fixed text only: the address is not verified; for a hand-off, a link that confirms the address, after which replies are mailed), the recipient a notification. The conversation named by sessionId is attached only when the call carries a visitor token of that conversation (Authorization: Bearer); otherwise the ticket has none. Limited per client IP (RATE_LIMIT_SUPPORT) and for everyone together (RATE_LIMIT_SUPPORT_GLOBAL).',
         errorResponses: { NOT_FOUND: 'No public chat interface has this id or slug' },
       },
       successStatus: 202,
@@ -107,10 +113,11 @@ export const supportRouter = router({
       const row = await withEvents(
         ctx.deps,
         async (trx) => {
+          const id = randomUUID();
           const ticket = await repo.insertTicket(
             trx,
             {
-              id: randomUUID(),
+              id,
               reference,
               owner_id: iface?.owner_id ?? null,
               chat_interface_id: iface?.id ?? null,
@@ -122,15 +129,18 @@ export const supportRouter = router({
               category: input.category ?? null,
               status: 'open',
               priority: 'normal',
+              confirm_token_hash: iface ? hashConfirmToken(confirmTokenOf(ctx.deps, id)) : null,
             },
             { id: randomUUID(), body: input.message },
           );
           // Anyone may type anyone's address here, so the confirmation carries none of the sender's text (name,
           // subject, message): the form would otherwise mail their words to a stranger from our address.
+          const origin = ctx.deps.config.PUBLIC_ORIGINS[0];
+          const link = ticket.owner_id && origin ? `${origin}${CONFIRM_PAGE_PATH}#${confirmTokenOf(ctx.deps, ticket.id)}` : null;
           await queueSupportMail(ctx.deps, trx, {
             to: [input.email],
             subject: `[${reference}] We received your message`,
-            text: `Hello,\n\nThank you for writing. Your reference is ${reference}; we will answer by e-mail.\n\nIf you did not write to us, you can ignore this message.`,
+            text: confirmationMailText(reference, link, ticket.owner_id !== null),
           });
           await queueSupportMail(ctx.deps, trx, {
             to: recipients,
@@ -144,6 +154,38 @@ export const supportRouter = router({
       );
       ctx.deps.mailJobs.notify();
       return { ticket: { reference: row.reference, status: 'open' as const } };
+    }),
+
+  confirmRequester: publicProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/api/v1/support/confirm',
+        tags,
+        summary: 'The requester of a hand-off proves the address with the token of the link in their confirmation mail (addition; public). Idempotent',
+        description:
+          'The page at /support/confirm calls this with the token from its URL fragment. Replies written before are mailed now, in order; later ones as they are written.',
+        errorResponses: { NOT_FOUND: 'No ticket has this token' },
+      },
+    })
+    .input(confirmRequesterInput)
+    .output(z.object({ ticket: z.object({ reference: z.string(), confirmed: z.literal(true) }) }))
+    .mutation(async ({ ctx, input }) => {
+      const confirmed = await withEvents(
+        ctx.deps,
+        async (trx) => {
+          const found = await repo.confirmRequester(trx, hashConfirmToken(input.token), new Date());
+          if (!found) throw ticketNotFound();
+          if (found.confirmedNow) {
+            const waiting = (await repo.listMessages(trx, found.ticket.id)).filter((m) => m.author !== 'requester');
+            for (const reply of waiting) await queueSupportMail(ctx.deps, trx, replyMail(found.ticket, reply.body));
+          }
+          return found;
+        },
+        ({ ticket, confirmedNow }) => (confirmedNow && ticket.owner_id ? [webhookEvent(ticket.owner_id, 'support_ticket.updated', toTicket(ticket))] : []),
+      );
+      ctx.deps.mailJobs.notify();
+      return { ticket: { reference: confirmed.ticket.reference, confirmed: true as const } };
     }),
 
   list: ownerProcedure
@@ -239,13 +281,8 @@ export const supportRouter = router({
             },
             input.reply ? { id: randomUUID(), author, authorId: ctx.owner.id, body: input.reply } : undefined,
           );
-          if (input.reply) {
-            await queueSupportMail(ctx.deps, trx, {
-              to: [current.requester_email],
-              subject: `[${current.reference}] Re: ${current.subject}`,
-              text: input.reply,
-            });
-          }
+          // A hand-off's requester has not proven the address yet: the reply waits, and goes out on confirmation.
+          if (input.reply && repliesAreMailed(current)) await queueSupportMail(ctx.deps, trx, replyMail(current, input.reply));
           return updated;
         },
         (ticket) => (ticket.owner_id ? [webhookEvent(ticket.owner_id, 'support_ticket.updated', toTicket(ticket))] : []),

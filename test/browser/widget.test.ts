@@ -302,6 +302,21 @@ describe.runIf(runnable)('the widget on a customer site', () => {
     const detail = await app.request('GET', `/api/v1/support/tickets/${ticket.id}`, { token: owner.token });
     expect(detail.body.data.transcript[0].content).toBe('How should I store my tent?');
     expect(await axeAudit(frame)).toEqual([]);
+
+    // The link from the requester's confirmation mail: opening it confirms nothing; the button does.
+    expect(ticket.requester.confirmed).toBe(false);
+    const { confirmTokenOf } = await import('../../routers/support/confirmation.ts');
+    const page = await v.context.newPage();
+    const response = await page.goto(`${serviceOrigin}/support/confirm#${confirmTokenOf(app.deps, ticket.id)}`);
+    expect(response?.headers()['content-security-policy']).toContain("script-src 'self'");
+    await page.getByTestId('confirm-form').waitFor({ state: 'visible' });
+    const unopened = await app.request('GET', `/api/v1/support/tickets/${ticket.id}`, { token: owner.token });
+    expect(unopened.body.data.ticket.requester.confirmed).toBe(false);
+    await page.getByRole('button', { name: /confirm my address/i }).click();
+    await expect.poll(() => page.getByTestId('confirm-status').textContent(), { timeout: 15_000 }).toContain(reference);
+    const confirmed = await app.request('GET', `/api/v1/support/tickets/${ticket.id}`, { token: owner.token });
+    expect(confirmed.body.data.ticket.requester.confirmed).toBe(true);
+    expect(await axeAudit(page)).toEqual([]);
     expect(v.errors).toEqual([]);
     expect(v.cspMessages).toEqual([]);
     await v.context.close();

@@ -32,7 +32,14 @@ const ticketCount = async () =>
 
 beforeAll(async () => {
   smtp = await startSmtpServer();
-  app = await startTestApp({ SMTP_URL: smtp.url, RATE_LIMIT_SUPPORT: '1000', RATE_LIMIT_SUPPORT_GLOBAL: '1000', RATE_LIMIT_DEFAULT: '10000' });
+  app = await startTestApp({
+    SMTP_URL: smtp.url,
+    RATE_LIMIT_SUPPORT: '1000',
+    RATE_LIMIT_SUPPORT_GLOBAL: '1000',
+    RATE_LIMIT_DEFAULT: '10000',
+    // Where mailed links point (the confirmation page); the tests read the token from the mail.
+    PUBLIC_ORIGINS: 'https://support.example.test',
+  });
   a = await app.signUp('support-a');
   b = await app.signUp('support-b');
   admin = await app.signUp('support-admin');
@@ -116,19 +123,41 @@ describe('contact form', () => {
 });
 
 describe('tickets', () => {
-  it('replies are mailed, statuses follow the allowed transitions, priority and assignee are for admins', async () => {
+  it('replies to a hand-off are mailed once the requester confirms the address; transitions; priority and assignee are for admins', async () => {
     const res = await contact({ chatInterfaceId: iface.id, email: 'thread@example.com', subject: 'Refund' });
     const ticket = (await app.request('GET', '/api/v1/support/tickets?status=open', { token: a.token })).body.data.tickets.find(
       (t: { reference: string }) => t.reference === res.body.data.ticket.reference,
     );
+    expect(ticket.requester).toEqual({ name: 'Ada', email: 'thread@example.com', confirmed: false });
+    const [confirmation] = await smtp.waitFor(
+      (m) => m.envelope.to.includes('thread@example.com') && m.parsed.subject === `[${ticket.reference}] We received your message`,
+    );
+    const link = /https:\/\/support\.example\.test\/support\/confirm#(stc_[A-Za-z0-9_-]+)/.exec(confirmation!.parsed.text ?? '');
+    expect(link, confirmation!.parsed.text).not.toBeNull();
     const patch = (token: string, body: Record<string, unknown>) => app.request('PATCH', `/api/v1/support/tickets/${ticket.id}`, { token, body });
+    const isReply = (m: { envelope: { to: string[] }; parsed: { subject?: string } }) =>
+      m.envelope.to.includes('thread@example.com') && m.parsed.subject?.startsWith(`[${ticket.reference}] Re:`) === true;
+
+    // Not confirmed yet: the reply is kept in the thread and waits.
     const replied = await patch(a.token, { reply: 'We are on it.' });
     expect(replied.status, replied.text).toBe(200);
-    expect(replied.body.data.ticket.status).toBe('pending');
-    const [mail] = await smtp.waitFor(
-      (m) => m.envelope.to.includes('thread@example.com') && m.parsed.subject?.startsWith(`[${ticket.reference}] Re:`) === true,
-    );
+    expect(replied.body.data.ticket).toMatchObject({ status: 'pending', requester: { confirmed: false } });
+    const settle = await contact({ email: 'settle@example.com', subject: 'Mail queue marker' });
+    await smtp.waitFor((m) => m.envelope.to.includes('settle@example.com') && m.parsed.subject?.includes(settle.body.data.ticket.reference) === true);
+    expect(smtp.messages.filter(isReply)).toHaveLength(0);
+
+    const confirm = (token: string) => app.request('POST', '/api/v1/support/confirm', { body: { token } });
+    expect((await confirm(`stc_${'x'.repeat(43)}`)).status).toBe(404);
+    const confirmed = await confirm(link![1]!);
+    expect(confirmed.status, confirmed.text).toBe(200);
+    expect(confirmed.body.data.ticket).toEqual({ reference: ticket.reference, confirmed: true });
+    const [mail] = await smtp.waitFor(isReply);
     expect(mail!.parsed.text).toContain('We are on it.');
+    // A second click mails nothing again; a later reply goes out as it is written.
+    expect((await confirm(link![1]!)).status).toBe(200);
+    expect((await patch(a.token, { reply: 'Refund sent.' })).body.data.ticket.requester.confirmed).toBe(true);
+    await smtp.waitFor((m) => isReply(m) && m.parsed.text?.includes('Refund sent.') === true);
+    expect(smtp.messages.filter(isReply).map((m) => m.parsed.text?.trim())).toEqual(['We are on it.', 'Refund sent.']);
     expect((await patch(a.token, { status: 'resolved' })).body.data.ticket.status).toBe('resolved');
     const refused = await patch(a.token, { status: 'pending' });
     expect(refused.status).toBe(409);
@@ -139,9 +168,25 @@ describe('tickets', () => {
     expect(byAdmin.body.data.ticket).toMatchObject({ priority: 'urgent', assignee: 'agent@example.com' });
     expect((await patch(a.token, {})).status).toBe(400);
     const thread = await app.request('GET', `/api/v1/support/tickets/${ticket.id}`, { token: a.token });
-    expect(thread.body.data.messages.map((m: { author: string }) => m.author)).toEqual(['requester', 'owner']);
+    expect(thread.body.data.messages.map((m: { author: string }) => m.author)).toEqual(['requester', 'owner', 'owner']);
     expect((await app.request('GET', '/api/v1/support/tickets/not-a-ticket', { token: a.token })).status).toBe(404);
     expect((await app.request('GET', '/api/v1/support/tickets')).status).toBe(401);
+  });
+
+  it('replies to a ticket for the admins are mailed at once: its confirmation carries no link', async () => {
+    const res = await contact({ email: 'direct@example.com', subject: 'Plans' });
+    const reference = res.body.data.ticket.reference;
+    const [confirmation] = await smtp.waitFor((m) => m.envelope.to.includes('direct@example.com') && m.parsed.subject?.includes(reference) === true);
+    expect(confirmation!.parsed.text).not.toContain('/support/confirm');
+    const ticket = (await app.request('GET', '/api/v1/support/tickets', { token: admin.token })).body.data.tickets.find(
+      (t: { reference: string }) => t.reference === reference,
+    );
+    expect(ticket).toMatchObject({ addressedTo: 'admins', requester: { confirmed: false } });
+    expect((await app.request('PATCH', `/api/v1/support/tickets/${ticket.id}`, { token: admin.token, body: { reply: 'Here are our plans.' } })).status).toBe(
+      200,
+    );
+    const [reply] = await smtp.waitFor((m) => m.envelope.to.includes('direct@example.com') && m.parsed.subject === `[${reference}] Re: Plans`);
+    expect(reply!.parsed.text).toContain('Here are our plans.');
   });
 
   it('pages through tickets newest first', async () => {

@@ -20,7 +20,7 @@ export async function buildWebAssets(): Promise<WebBundles> {
     logLevel: 'silent',
     define: { 'process.env.NODE_ENV': '"production"' },
   };
-  const [chat, loader, cancel] = await Promise.all([
+  const [chat, loader, cancel, confirm] = await Promise.all([
     build({
       ...common,
       entryPoints: { chat: source('chat/main.tsx') },
@@ -30,11 +30,18 @@ export async function buildWebAssets(): Promise<WebBundles> {
     }),
     build({ ...common, entryPoints: { widget: source('widget/loader.ts') }, outdir: 'out' }),
     build({ ...common, entryPoints: { cancel: source('bookings/cancel.ts') }, outdir: 'out' }),
+    build({ ...common, entryPoints: { confirm: source('support/confirm.ts') }, outdir: 'out' }),
   ]);
   const file = (result: BuildResult, extension: string) => {
     const found = result.outputFiles?.find((f) => f.path.endsWith(extension));
     if (!found) throw new Error(`the web build produced no ${extension} file`);
     return Buffer.from(found.contents);
   };
-  return { chatJs: file(chat, '.js'), chatCss: file(chat, '.css'), loaderJs: file(loader, '.js'), cancelJs: file(cancel, '.js') };
+  return {
+    chatJs: file(chat, '.js'),
+    chatCss: file(chat, '.css'),
+    loaderJs: file(loader, '.js'),
+    cancelJs: file(cancel, '.js'),
+    confirmJs: file(confirm, '.js'),
+  };
 }

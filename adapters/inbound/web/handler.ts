@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AppError } from '../../../schema/errors.ts';
 import type { AppDeps, Context } from '../../../routers/context.ts';
 import { hostedPageOf } from '../../../routers/visitors/access.ts';
+import { CONFIRM_PAGE_PATH } from '../../../routers/support/confirmation.ts';
 
 import { normalizeHostname } from '../../../routers/domains/hostname.ts';
 import { browserAsset, IMMUTABLE_CACHE_CONTROL, type BrowserAsset } from '../browser-assets.ts';
@@ -16,6 +17,8 @@ export interface WebBundles {
   loaderJs: Buffer;
   /** The attendee's booking-cancellation page. */
   cancelJs: Buffer;
+  /** The support requester's address-confirmation page. */
+  confirmJs: Buffer;
 }
 
 export const WEB_ASSETS_PATH = '/widget/assets/';
@@ -28,6 +31,7 @@ interface WebAssets {
   chatCss: BrowserAsset;
   loaderJs: BrowserAsset;
   cancelJs: BrowserAsset;
+  confirmJs: BrowserAsset;
   byName: ReadonlyMap<string, BrowserAsset>;
 }
 
@@ -98,6 +102,31 @@ function cancelPageHtml(assets: WebAssets) {
 `;
 }
 
+function confirmPageHtml(assets: WebAssets) {
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex">
+<title>Confirm your address</title>
+<link rel="stylesheet" href="${WEB_ASSETS_PATH}${assets.chatCss.name}">
+</head>
+<body>
+<main id="confirm-root" class="cancel-page">
+<h1>Confirm your address</h1>
+<form id="confirm-form" class="lead-form" data-testid="confirm-form">
+<p>Confirm that this e-mail address is yours, to receive the answers to your message by e-mail.</p>
+<button type="submit" class="send">Confirm my address</button>
+</form>
+<p id="confirm-status" role="status" data-testid="confirm-status"></p>
+</main>
+<script src="${WEB_ASSETS_PATH}${assets.confirmJs.name}"></script>
+</body>
+</html>
+`;
+}
+
 function send(req: IncomingMessage, res: ServerResponse, status: number, headers: Record<string, string>, body: Buffer | string, gzip?: () => Buffer) {
   let payload = typeof body === 'string' ? Buffer.from(body) : body;
   const out: Record<string, string> = { ...headers };
@@ -138,7 +167,8 @@ export function createWebHandler(deps: Pick<AppDeps, 'database' | 'logger' | 'co
         const chatCss = browserAsset('chat', 'css', 'text/css; charset=utf-8', built.chatCss);
         const loaderJs = browserAsset('widget', 'js', 'text/javascript; charset=utf-8', built.loaderJs);
         const cancelJs = browserAsset('cancel', 'js', 'text/javascript; charset=utf-8', built.cancelJs);
-        return { chatJs, chatCss, loaderJs, cancelJs, byName: new Map([chatJs, chatCss, cancelJs].map((a) => [a.name, a])) };
+        const confirmJs = browserAsset('confirm', 'js', 'text/javascript; charset=utf-8', built.confirmJs);
+        return { chatJs, chatCss, loaderJs, cancelJs, confirmJs, byName: new Map([chatJs, chatCss, cancelJs, confirmJs].map((a) => [a.name, a])) };
       },
       (error: unknown) => {
         // A failed build is retried on the next request rather than remembered.
@@ -154,7 +184,13 @@ export function createWebHandler(deps: Pick<AppDeps, 'database' | 'logger' | 'co
         () => undefined,
         (error: unknown) => deps.logger.error('web bundles failed to build', { error: String(error) }),
       ),
-    matches: (path: string) => path === '/' || path.startsWith('/c/') || path === '/widget.js' || path === CANCEL_PAGE_PATH || path.startsWith(WEB_ASSETS_PATH),
+    matches: (path: string) =>
+      path === '/' ||
+      path.startsWith('/c/') ||
+      path === '/widget.js' ||
+      path === CANCEL_PAGE_PATH ||
+      path === CONFIRM_PAGE_PATH ||
+      path.startsWith(WEB_ASSETS_PATH),
     async handle(req: IncomingMessage, res: ServerResponse, _ctx: Context, url: URL): Promise<void> {
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         return sendError(res, new AppError('METHOD_NOT_ALLOWED', 'Method not allowed', `${url.pathname} accepts GET, HEAD`), { Allow: 'GET, HEAD' });
@@ -168,9 +204,9 @@ export function createWebHandler(deps: Pick<AppDeps, 'database' | 'logger' | 'co
       // The loader, the bundles and the cancellation page are the same for every owner: a custom domain serves
       // them too (its page at `/` needs the bundles; an owner may load the loader from their own domain).
       if (path === '/widget.js') return sendAsset(req, res, built.loaderJs, LOADER_CACHE_CONTROL);
-      if (path === CANCEL_PAGE_PATH) {
+      if (path === CANCEL_PAGE_PATH || path === CONFIRM_PAGE_PATH) {
         const headers = { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-cache', ...hostedPageHeaders([]) };
-        return send(req, res, 200, headers, cancelPageHtml(built));
+        return send(req, res, 200, headers, path === CANCEL_PAGE_PATH ? cancelPageHtml(built) : confirmPageHtml(built));
       }
       if (path.startsWith(WEB_ASSETS_PATH)) {
         const asset = built.byName.get(path.slice(WEB_ASSETS_PATH.length));
