@@ -8,8 +8,8 @@ import type { TicketRow } from './repository.ts';
  * the service's address (an attack pass did so, three mails in a row). So a hand-off's replies wait until the
  * requester opens the link in their confirmation mail; tickets to the admins need none (the admins run the service).
  *
- * The token is derived from the ticket id with the service key, so the link can be rebuilt without storing it; the
- * database keeps only its hash for the lookup. It sits in the link's fragment, which browsers never send to a
+ * The token is derived from the ticket id with the service key, so the mail job writes the link when it sends (the
+ * token is in no job); the database keeps only its hash for the lookup. It sits in the link's fragment, which browsers never send to a
  * server, and the page posts it: opening the link (as mail scanners do) confirms nothing.
  */
 export const confirmTokenOf = (deps: Pick<AppDeps, 'secrets'>, ticketId: string) => `stc_${deps.secrets.sign('support-confirm', ticketId)}`;

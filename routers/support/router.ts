@@ -11,7 +11,7 @@ import type { Context } from '../context.ts';
 import { decodeCursor, encodeCursor } from '../pagination.ts';
 import { enforceSharedBudget, ownerProcedure, publicProcedure, router } from '../trpc.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
-import { CONFIRM_PAGE_PATH, confirmationMailText, confirmTokenOf, hashConfirmToken, repliesAreMailed } from './confirmation.ts';
+import { confirmTokenOf, hashConfirmToken, repliesAreMailed } from './confirmation.ts';
 import { queueSupportMail } from './mail.ts';
 import * as repo from './repository.ts';
 
@@ -135,12 +135,10 @@ export const supportRouter = router({
           );
           // Anyone may type anyone's address here, so the confirmation carries none of the sender's text (name,
           // subject, message): the form would otherwise mail their words to a stranger from our address.
-          const origin = ctx.deps.config.PUBLIC_ORIGINS[0];
-          const link = ticket.owner_id && origin ? `${origin}${CONFIRM_PAGE_PATH}#${confirmTokenOf(ctx.deps, ticket.id)}` : null;
           await queueSupportMail(ctx.deps, trx, {
             to: [input.email],
             subject: `[${reference}] We received your message`,
-            text: confirmationMailText(reference, link, ticket.owner_id !== null),
+            confirmation: { reference, handOffTicketId: ticket.owner_id ? ticket.id : null },
           });
           await queueSupportMail(ctx.deps, trx, {
             to: recipients,

@@ -134,6 +134,9 @@ describe('tickets', () => {
     );
     const link = /https:\/\/support\.example\.test\/support\/confirm#(stc_[A-Za-z0-9_-]+)/.exec(confirmation!.parsed.text ?? '');
     expect(link, confirmation!.parsed.text).not.toBeNull();
+    // The token is written into the mail when it is sent: no job keeps it.
+    const payloads = await app.deps.database.db.selectFrom('jobs').select('payload').execute();
+    expect(JSON.stringify(payloads)).not.toContain(link![1]!);
     const patch = (token: string, body: Record<string, unknown>) => app.request('PATCH', `/api/v1/support/tickets/${ticket.id}`, { token, body });
     const isReply = (m: { envelope: { to: string[] }; parsed: { subject?: string } }) =>
       m.envelope.to.includes('thread@example.com') && m.parsed.subject?.startsWith(`[${ticket.reference}] Re:`) === true;
