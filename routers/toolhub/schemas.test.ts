@@ -24,6 +24,15 @@ const ownerSchema = {
   additionalProperties: false,
 };
 
+const settingsRefusal = (inputSchema: unknown) => {
+  try {
+    checkSettings(httpToolkit, { url: 'https://example.com/hook', description: 'Looks things up', inputSchema });
+    return null;
+  } catch (error) {
+    return error instanceof AppError ? error.details : error;
+  }
+};
+
 describe('tool schemas', () => {
   it('an owner’s schema is checked by the interpreter, naming the deepest mismatch', () => {
     const check = ownerSchemaCheck(ownerSchema);
@@ -44,51 +53,35 @@ describe('tool schemas', () => {
   });
 
   it('an input schema that is not JSON Schema is refused by its settings check', () => {
-    const settings = { url: 'https://example.com/hook', description: 'Looks things up' };
-    const refusal = (inputSchema: unknown) => {
-      try {
-        checkSettings(httpToolkit, { ...settings, inputSchema });
-        return null;
-      } catch (error) {
-        return error instanceof AppError ? error.details : error;
-      }
-    };
-    expect(refusal({ type: 'object', required: 'n' })).toBe('settings.inputSchema: not a valid JSON Schema (inputSchema/required must be array)');
-    expect(refusal({ type: 'object', properties: { n: { type: 'number', minimum: 'one' } } })).toMatch(/^settings\.inputSchema: not a valid JSON Schema \(/);
+    expect(settingsRefusal({ type: 'object', required: 'n' })).toBe('settings.inputSchema: not a valid JSON Schema (inputSchema/required must be array)');
+    expect(settingsRefusal({ type: 'object', properties: { n: { type: 'number', minimum: 'one' } } })).toMatch(
+      /^settings\.inputSchema: not a valid JSON Schema \(/,
+    );
     // ajv throws for these instead of answering: still a refusal, never an unexpected error.
-    expect(refusal({ type: 'object', $schema: 'https://example.com/unknown-draft' })).toMatch(
+    expect(settingsRefusal({ type: 'object', $schema: 'https://example.com/unknown-draft' })).toMatch(
       /^settings\.inputSchema: not a valid JSON Schema \(no schema with key or ref/,
     );
-    expect(refusal({ type: 'object', $schema: 12 })).toBe('settings.inputSchema: not a valid JSON Schema ($schema must be a string)');
-    expect(refusal(ownerSchema)).toBeNull();
+    expect(settingsRefusal({ type: 'object', $schema: 12 })).toBe('settings.inputSchema: not a valid JSON Schema ($schema must be a string)');
+    expect(settingsRefusal(ownerSchema)).toBeNull();
   });
 
   it('forbidden keywords are found by schema position: owners’ names are exempt, nothing else is', () => {
-    const settings = { url: 'https://example.com/hook', description: 'Looks things up' };
-    const refusal = (inputSchema: unknown) => {
-      try {
-        checkSettings(httpToolkit, { ...settings, inputSchema });
-        return null;
-      } catch (error) {
-        return error instanceof AppError ? error.details : error;
-      }
-    };
     const notAllowed = (where: string) => `${where}: not allowed in a tool's input schema (no patterns, formats or references)`;
     // The attack pass's schema: a reference under a dependent schema for a property named `properties`.
-    expect(refusal({ type: 'object', dependentSchemas: { properties: { $ref: '#' } } })).toBe(
+    expect(settingsRefusal({ type: 'object', dependentSchemas: { properties: { $ref: '#' } } })).toBe(
       notAllowed('settings.inputSchema.dependentSchemas.properties.$ref'),
     );
-    expect(refusal({ type: 'object', properties: { properties: { type: 'string', pattern: 'a+' } } })).toBe(
+    expect(settingsRefusal({ type: 'object', properties: { properties: { type: 'string', pattern: 'a+' } } })).toBe(
       notAllowed('settings.inputSchema.properties.properties.pattern'),
     );
-    expect(refusal({ type: 'array', items: { $recursiveRef: '#' } })).toBe(notAllowed('settings.inputSchema.items.$recursiveRef'));
-    expect(refusal({ anyOf: [{ type: 'string' }, { type: 'string', format: 'email' }] })).toBe(notAllowed('settings.inputSchema.anyOf.1.format'));
-    expect(refusal({ type: 'object', not: { $defs: {} } })).toBe(notAllowed('settings.inputSchema.not.$defs'));
+    expect(settingsRefusal({ type: 'array', items: { $recursiveRef: '#' } })).toBe(notAllowed('settings.inputSchema.items.$recursiveRef'));
+    expect(settingsRefusal({ anyOf: [{ type: 'string' }, { type: 'string', format: 'email' }] })).toBe(notAllowed('settings.inputSchema.anyOf.1.format'));
+    expect(settingsRefusal({ type: 'object', not: { $defs: {} } })).toBe(notAllowed('settings.inputSchema.not.$defs'));
     // Data is walked with every key counted, names included.
-    expect(refusal({ type: 'object', default: { properties: { $ref: 'x' } } })).toBe(notAllowed('settings.inputSchema.default.properties.$ref'));
+    expect(settingsRefusal({ type: 'object', default: { properties: { $ref: 'x' } } })).toBe(notAllowed('settings.inputSchema.default.properties.$ref'));
     // One the interpreter cannot load (an id twice) is refused when saved, and refused at use when stored before.
     const twice = { type: 'object', properties: { a: { id: 'https://x.test/y' }, b: { id: 'https://x.test/y' } } };
-    expect(refusal(twice)).toBe('settings.inputSchema: not a usable JSON Schema (Duplicate schema URI "https://x.test/y".)');
+    expect(settingsRefusal(twice)).toBe('settings.inputSchema: not a usable JSON Schema (Duplicate schema URI "https://x.test/y".)');
     expect(ownerSchemaRefusal(twice)).toBe(
       'The tool\'s input schema cannot be used (Duplicate schema URI "https://x.test/y".): save the tool\'s settings again without it',
     );
@@ -98,7 +91,7 @@ describe('tool schemas', () => {
     expect(ownerSchemaRefusal(ownerSchema)).toBeNull();
     // Owners' property names may be anything, keywords included.
     expect(
-      refusal({
+      settingsRefusal({
         type: 'object',
         properties: { pattern: { type: 'string' }, $ref: { type: 'integer' }, properties: { type: 'object', properties: { format: { type: 'string' } } } },
         dependentSchemas: { pattern: { required: ['format'] } },

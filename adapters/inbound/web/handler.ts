@@ -77,55 +77,53 @@ ${page ? `<script src="${WEB_ASSETS_PATH}${assets.chatJs.name}"></script>` : ''}
 /** Where the attendee's cancellation link points (the token follows in the fragment). */
 const CANCEL_PAGE_PATH = '/bookings/cancel';
 
-function cancelPageHtml(assets: WebAssets) {
+/**
+ * A page that acts on the token in its link (web/shared/token-form.ts): a heading, a form whose button posts the
+ * token, and a status line. `name` prefixes the ids the script looks for; `fields` is fixed markup.
+ */
+function tokenPageHtml(assets: WebAssets, page: { name: 'cancel' | 'confirm'; title: string; fields: string; button: string; script: BrowserAsset }) {
   return `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex">
-<title>Cancel your booking</title>
+<title>${page.title}</title>
 <link rel="stylesheet" href="${WEB_ASSETS_PATH}${assets.chatCss.name}">
 </head>
 <body>
-<main id="cancel-root" class="cancel-page">
-<h1>Cancel your booking</h1>
-<form id="cancel-form" class="lead-form" data-testid="cancel-form">
-<div class="field"><label for="cancel-reason">Reason (optional)</label><textarea id="cancel-reason" name="reason" rows="3" maxlength="500"></textarea></div>
-<button type="submit" class="send">Cancel the booking</button>
+<main id="${page.name}-root" class="cancel-page">
+<h1>${page.title}</h1>
+<form id="${page.name}-form" class="lead-form" data-testid="${page.name}-form">
+${page.fields}
+<button type="submit" class="send">${page.button}</button>
 </form>
-<p id="cancel-status" role="status" data-testid="cancel-status"></p>
+<p id="${page.name}-status" role="status" data-testid="${page.name}-status"></p>
 </main>
-<script src="${WEB_ASSETS_PATH}${assets.cancelJs.name}"></script>
+<script src="${WEB_ASSETS_PATH}${page.script.name}"></script>
 </body>
 </html>
 `;
 }
 
-function confirmPageHtml(assets: WebAssets) {
-  return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex">
-<title>Confirm your address</title>
-<link rel="stylesheet" href="${WEB_ASSETS_PATH}${assets.chatCss.name}">
-</head>
-<body>
-<main id="confirm-root" class="cancel-page">
-<h1>Confirm your address</h1>
-<form id="confirm-form" class="lead-form" data-testid="confirm-form">
-<p>Confirm that this e-mail address is yours, to receive the answers to your message by e-mail.</p>
-<button type="submit" class="send">Confirm my address</button>
-</form>
-<p id="confirm-status" role="status" data-testid="confirm-status"></p>
-</main>
-<script src="${WEB_ASSETS_PATH}${assets.confirmJs.name}"></script>
-</body>
-</html>
-`;
-}
+const cancelPageHtml = (assets: WebAssets) =>
+  tokenPageHtml(assets, {
+    name: 'cancel',
+    title: 'Cancel your booking',
+    fields:
+      '<div class="field"><label for="cancel-reason">Reason (optional)</label><textarea id="cancel-reason" name="reason" rows="3" maxlength="500"></textarea></div>',
+    button: 'Cancel the booking',
+    script: assets.cancelJs,
+  });
+
+const confirmPageHtml = (assets: WebAssets) =>
+  tokenPageHtml(assets, {
+    name: 'confirm',
+    title: 'Confirm your address',
+    fields: '<p>Confirm that this e-mail address is yours, to receive the answers to your message by e-mail.</p>',
+    button: 'Confirm my address',
+    script: assets.confirmJs,
+  });
 
 function send(req: IncomingMessage, res: ServerResponse, status: number, headers: Record<string, string>, body: Buffer | string, gzip?: () => Buffer) {
   let payload = typeof body === 'string' ? Buffer.from(body) : body;
