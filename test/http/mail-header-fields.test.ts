@@ -104,7 +104,8 @@ describe('rows stored before the check still mail, folded to one line', () => {
     const reference = res.body.data.ticket.reference as string;
     await app.deps.database.db
       .updateTable('support_tickets')
-      .set({ subject: `Old${INJECTED}` })
+      // As stored before: unchecked subject, and (as migration 0027 counts older tickets) a confirmed requester.
+      .set({ subject: `Old${INJECTED}`, requester_confirmed_at: new Date() })
       .where('reference', '=', reference)
       .execute();
     const ticket = (await app.request('GET', '/api/v1/support/tickets', { token: owner.token })).body.data.tickets.find(
