@@ -1,7 +1,21 @@
 import { randomBytes, scrypt as scryptCallback, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import pLimit from 'p-limit';
+
+/**
+ * Hashes at once, in this process. Each holds one of libuv's four threads, which file, DNS and zlib work share,
+ * for about 90 ms: unbounded, sign-ins from many addresses at once (each address within its rate limit) would take
+ * all four and stall uploads and outbound calls behind them. Beyond this, hashes wait their turn.
+ */
+const MAX_CONCURRENT_HASHES = 2;
+const hashSlots = pLimit(MAX_CONCURRENT_HASHES);
 
 const scrypt = (password: string, salt: Buffer, keyLength: number, options: ScryptOptions) =>
-  new Promise<Buffer>((resolve, reject) => scryptCallback(password, salt, keyLength, options, (err, key) => (err ? reject(err) : resolve(key))));
+  hashSlots(
+    () => new Promise<Buffer>((resolve, reject) => scryptCallback(password, salt, keyLength, options, (err, key) => (err ? reject(err) : resolve(key)))),
+  );
+
+/** Hashes running now (at most MAX_CONCURRENT_HASHES) and waiting for a turn. */
+export const passwordHashLoad = () => ({ running: hashSlots.activeCount, waiting: hashSlots.pendingCount });
 
 // scrypt is memory-hard and built into Node (no native addon to build). N=2^15, r=8 costs 32 MiB per hash.
 const PARAMS = { N: 2 ** 15, r: 8, p: 1 } as const;
