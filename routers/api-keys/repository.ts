@@ -92,15 +92,9 @@ export function updateKey(db: Kysely<DB>, ownerId: string, id: string, changes: 
     .executeTakeFirst();
 }
 
-/** Deactivates every key of the owner (kept, so the owner can see and reactivate them); answers how many were active. */
-export async function deactivateOwnerKeys(db: Kysely<DB>, ownerId: string): Promise<number> {
-  const result = await db
-    .updateTable('api_keys')
-    .set({ active: false, updated_at: new Date() })
-    .where('owner_id', '=', ownerId)
-    .where('active', '=', true)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows);
+/** Deactivates every key of the owner (kept, so the owner can see and reactivate them). */
+export async function deactivateOwnerKeys(db: Kysely<DB>, ownerId: string): Promise<void> {
+  await db.updateTable('api_keys').set({ active: false, updated_at: new Date() }).where('owner_id', '=', ownerId).where('active', '=', true).execute();
 }
 
 export async function deleteKey(db: Kysely<DB>, ownerId: string, id: string) {

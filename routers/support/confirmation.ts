@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { AppDeps } from '../context.ts';
 import type { TicketRow } from './repository.ts';
 
@@ -13,7 +12,6 @@ import type { TicketRow } from './repository.ts';
  * server, and the page posts it: opening the link (as mail scanners do) confirms nothing.
  */
 export const confirmTokenOf = (deps: Pick<AppDeps, 'secrets'>, ticketId: string) => `stc_${deps.secrets.sign('support-confirm', ticketId)}`;
-export const hashConfirmToken = (token: string) => createHash('sha256').update(token).digest('hex');
 
 /** The page that confirms (web/support/confirm.ts); the token follows in the fragment. */
 export const CONFIRM_PAGE_PATH = '/support/confirm';

@@ -11,7 +11,8 @@ import type { Context } from '../context.ts';
 import { decodeCursor, encodeCursor } from '../pagination.ts';
 import { enforceSharedBudget, ownerProcedure, publicProcedure, router } from '../trpc.ts';
 import { webhookEvent, withEvents } from '../webhooks/outbox.ts';
-import { confirmTokenOf, hashConfirmToken, repliesAreMailed } from './confirmation.ts';
+import { sha256Hex } from '../../adapters/outbound/secrets.ts';
+import { confirmTokenOf, repliesAreMailed } from './confirmation.ts';
 import { queueSupportMail } from './mail.ts';
 import * as repo from './repository.ts';
 
@@ -129,7 +130,7 @@ export const supportRouter = router({
               category: input.category ?? null,
               status: 'open',
               priority: 'normal',
-              confirm_token_hash: iface ? hashConfirmToken(confirmTokenOf(ctx.deps, id)) : null,
+              confirm_token_hash: iface ? sha256Hex(confirmTokenOf(ctx.deps, id)) : null,
             },
             { id: randomUUID(), body: input.message },
           );
@@ -172,7 +173,7 @@ export const supportRouter = router({
       const confirmed = await withEvents(
         ctx.deps,
         async (trx) => {
-          const found = await repo.confirmRequester(trx, hashConfirmToken(input.token), new Date());
+          const found = await repo.confirmRequester(trx, sha256Hex(input.token), new Date());
           if (!found) throw ticketNotFound();
           if (found.confirmedNow) {
             const waiting = (await repo.listMessages(trx, found.ticket.id)).filter((m) => m.author !== 'requester');

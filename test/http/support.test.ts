@@ -176,6 +176,28 @@ describe('tickets', () => {
     expect((await app.request('GET', '/api/v1/support/tickets')).status).toBe(401);
   });
 
+  it('confirm refuses hostile input with a clear 4xx, never a 5xx', async () => {
+    const post = (rawBody: string, headers: Record<string, string> = {}) =>
+      app.request('POST', '/api/v1/support/confirm', { rawBody, headers: { 'content-type': 'application/json', ...headers } });
+    const cases: Array<[string, number, string]> = [
+      ['{"token":"stc_\\u0000aaaaaaaaaaaa"}', 400, 'VALIDATION_FAILED'],
+      ['{"token":12345678901234567890}', 400, 'VALIDATION_FAILED'],
+      [`{"token":"${'a'.repeat(10_000)}"}`, 400, 'VALIDATION_FAILED'],
+      ['{"token":"short"}', 400, 'VALIDATION_FAILED'],
+      ['{}', 400, 'VALIDATION_FAILED'],
+      ['{"token":"stc_aaaa', 400, 'MALFORMED_JSON'],
+      ['[]', 400, 'VALIDATION_FAILED'],
+    ];
+    for (const [body, status, code] of cases) {
+      const res = await post(body);
+      expect([res.status, res.body?.error?.code], body.slice(0, 40)).toEqual([status, code]);
+    }
+    const huge = await post(`{"token":"${'a'.repeat(2_000_000)}"}`);
+    expect(huge.status).toBe(413);
+    // No credential is needed, and one sent along changes nothing: an unknown token is a 404 either way.
+    expect((await app.request('POST', '/api/v1/support/confirm', { token: a.token, body: { token: `stc_${'b'.repeat(43)}` } })).status).toBe(404);
+  });
+
   it('replies to a ticket for the admins are mailed at once: its confirmation carries no link', async () => {
     const res = await contact({ email: 'direct@example.com', subject: 'Plans' });
     const reference = res.body.data.ticket.reference;
